@@ -1,0 +1,31 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// SchemeGroupVersion is the group and version of these types. The generated
+// clientset uses it to build URLs: /apis/example.com/v1/...
+var SchemeGroupVersion = schema.GroupVersion{Group: "example.com", Version: "v1"}
+
+// Resource turns a resource name into a group-qualified one, as the
+// generated listers need for their NotFound errors.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+var (
+	// SchemeBuilder collects the functions that add these types to a scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme teaches a scheme these types, so that it can decode the
+	// JSON the API server sends into them.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &Logger{}, &LoggerList{})
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	examplev1 "github.com/operator-flow/operator-flow/05-controller-runtime/api/example/v1"
+	flightsv1 "github.com/operator-flow/operator-flow/05-controller-runtime/api/flights/v1"
+)
+
+// The fuzz tests feed the pure functions every Logger and FlightTicket the
+// CRD schema can let through (and more), and check that the output is always
+// something the API server would accept and that means what the spec says.
+// `go test` runs the seeds below; `go test -fuzz=FuzzDesiredDeployment`
+// explores further; `make fuzz` runs a short pass of each (make test includes it).
+
+// FuzzDesiredDeployment: any valid Logger gives a valid Deployment that
+// carries spec.name only as data (never in the shell script), and that a
+// second look finds in sync.
+func FuzzDesiredDeployment(f *testing.F) {
+	f.Add("heartbeat", "heartbeat", int32(5), int32(2), true)
+	f.Add("a", "$(rm -rf /); echo pwned", int32(1), int32(0), true)
+	f.Add(strings.Repeat("x", 56), `"quoted" 'and' \back\slashed`, int32(3600), int32(10), false)
+	f.Add("audit", "ünïcödé ✈", int32(30), int32(1), false)
+	f.Fuzz(func(t *testing.T, name, printed string, interval, replicas int32, setReplicas bool) {
+		// Only what the CRD admits: the schema rejects the rest at the door.
+		if len(validation.IsDNS1123Subdomain(name)) > 0 || len(name) > 56 ||
+			printed == "" || len(printed) > 64 || !utf8.ValidString(printed) ||
+			interval < 1 || interval > 3600 || replicas < 0 || replicas > 10 {
+			t.Skip()
+		}
+		l := &examplev1.Logger{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Spec:       examplev1.LoggerSpec{Name: printed, TimeInterval: interval},
+		}
+		wantReplicas := int32(1)
+		if setReplicas {
+			l.Spec.Replicas, wantReplicas = &replicas, replicas
+		}
+		d := desiredDeployment(l, "busybox:1.37")
+
+		if msgs := validation.IsDNS1123Subdomain(d.Name); len(msgs) > 0 || d.Name != "logger-"+name {
+			t.Fatalf("Deployment name %q: %v", d.Name, msgs)
+		}
+		for k, v := range d.Spec.Template.Labels {
+			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+				t.Fatalf("pod label %s=%q is not a valid label value: %v", k, v, msgs)
+			}
+		}
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Fatalf("the selector %v does not select the pod template's labels %v (%v)", d.Spec.Selector, d.Spec.Template.Labels, err)
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != wantReplicas {
+			t.Fatalf("replicas = %v, want %d", d.Spec.Replicas, wantReplicas)
+		}
+		c := loggerContainer(d)
+		if c == nil {
+			t.Fatal("no logger container")
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if env["LOGGER_NAME"] != printed || env["TIME_INTERVAL"] != strconv.Itoa(int(interval)) {
+			t.Fatalf("env = %v, want LOGGER_NAME=%q TIME_INTERVAL=%d", env, printed, interval)
+		}
+		if strings.Contains(strings.Join(c.Command, " "), printed) && !strings.Contains(c.Command[len(c.Command)-1], "$LOGGER_NAME") {
+			t.Fatalf("spec.name reached the shell script: %q", c.Command)
+		}
+		if drifted(d, d.DeepCopy()) {
+			t.Fatal("a Deployment is reported drifted from an exact copy of itself")
+		}
+	})
+}
+
+// FuzzBookingStatus: any valid ticket is booked with a message that names its
+// spec and fits status.message's 256 characters.
+func FuzzBookingStatus(f *testing.F) {
+	f.Add("Amsterdam", "Lisbon", int32(2))
+	f.Add(strings.Repeat("f", 64), strings.Repeat("t", 64), int32(10))
+	f.Add("%d %s %v", "{{.}}", int32(1))
+	f.Fuzz(func(t *testing.T, from, to string, number int32) {
+		if from == "" || to == "" || from == to || len(from) > 64 || len(to) > 64 || number < 1 || number > 10 {
+			t.Skip()
+		}
+		s := bookingStatus(flightsv1.FlightTicketSpec{From: from, To: to, Number: number})
+		if s.Phase != flightsv1.PhaseBooked {
+			t.Fatalf("phase = %q", s.Phase)
+		}
+		want := "Booked " + strconv.Itoa(int(number)) + " seat(s) from " + from + " to " + to
+		if s.Message != want || len(s.Message) > 256 {
+			t.Fatalf("message = %q (%d bytes), want %q within 256", s.Message, len(s.Message), want)
+		}
+	})
+}

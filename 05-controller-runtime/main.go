@@ -1,0 +1,208 @@
+// Command 05-controller-runtime is the operator on controller-runtime: a
+// Manager that owns the cache, the clients, the metrics and health endpoints
+// and leader election, and one Reconciler per kind (internal/controller).
+// Everything stage 04 wrote by hand (informers, listers, workqueue, workers,
+// retries, cache sync, shutdown) happens inside the Manager now; see
+// README.md for where.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	examplev1 "github.com/operator-flow/operator-flow/05-controller-runtime/api/example/v1"
+	flightsv1 "github.com/operator-flow/operator-flow/05-controller-runtime/api/flights/v1"
+	"github.com/operator-flow/operator-flow/05-controller-runtime/internal/controller"
+	"github.com/operator-flow/operator-flow/apicount"
+)
+
+// leaderElectionID names the Lease the replicas compete for. Every replica of
+// this stage must use the same name, and no other program the same one.
+const leaderElectionID = "operator-flow-stage-05"
+
+// Leader election takes and renews a Lease in the leader election namespace,
+// and the lock records a "became leader" Event on it. Both are namespaced
+// permissions (a Role, not the ClusterRole): an operator that could write
+// Leases everywhere could take over kube-controller-manager's leader lock.
+// The namespace is the one config/default deploys into.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator-flow-system,roleName=operator-flow-05-leader-election
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=operator-flow-system,roleName=operator-flow-05-leader-election
+
+// options are the command-line flags.
+type options struct {
+	namespace   string
+	loggerImage string
+	workers     int
+
+	metricsAddr string
+	probeAddr   string
+
+	leaderElect          bool
+	leaderElectNamespace string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
+
+	zap zap.Options
+}
+
+func main() {
+	o := parseFlags()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	if err := run(o); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "operator failed")
+		os.Exit(1)
+	}
+}
+
+func parseFlags() options {
+	var o options
+	// --kubeconfig is registered by controller-runtime (ctrl.GetConfig reads it).
+	flag.StringVar(&o.namespace, "namespace", "", "watch only this namespace (all namespaces when empty)")
+	flag.StringVar(&o.loggerImage, "logger-image", "busybox:1.37", "image of the container every Logger's Deployment runs")
+	flag.IntVar(&o.workers, "workers", 2, "reconciles of one kind that run at the same time (MaxConcurrentReconciles)")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus /metrics endpoint ("0" turns it off)`)
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
+	flag.BoolVar(&o.leaderElect, "leader-elect", false, "run as one of several replicas: only the holder of a Lease reconciles")
+	flag.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: --namespace, else the pod's own namespace in-cluster)")
+	flag.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the last renewal before it takes the Lease over")
+	flag.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits)")
+	flag.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
+	// Console output with readable timestamps; --zap-devel=false switches to
+	// JSON. Stack traces only on panics: a failed reconcile is an expected
+	// event here, and its error already says what and where.
+	o.zap = zap.Options{Development: true, StacktraceLevel: zapcore.DPanicLevel}
+	o.zap.BindFlags(flag.CommandLine)
+	flag.Parse()
+	return o
+}
+
+func run(o options) error {
+	log := ctrl.Log.WithName("setup")
+
+	// The scheme maps Go types to API kinds: the built-in ones (Deployment)
+	// and ours.
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, flightsv1.AddToScheme, examplev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+
+	// --kubeconfig, else $KUBECONFIG, else the in-cluster config, else
+	// ~/.kube/config. Count every request any client built from it makes:
+	// the cache's, the writes', leader election's.
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("no Kubernetes configuration: %w", err)
+	}
+	counter := apicount.New()
+	counter.Wrap(cfg)
+	defer counter.WriteSummary(os.Stderr)
+
+	mgr, err := ctrl.NewManager(cfg, managerOptions(o, scheme))
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	// /healthz: the process answers. /readyz: the caches have synced, so
+	// the controllers read a complete picture of the cluster.
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr)); err != nil {
+		return err
+	}
+
+	if err := (&controller.FlightTicketReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, o.workers); err != nil {
+		return fmt.Errorf("setting up the FlightTicket controller: %w", err)
+	}
+	if err := (&controller.LoggerReconciler{Client: mgr.GetClient(), Image: o.loggerImage}).SetupWithManager(mgr, o.workers); err != nil {
+		return fmt.Errorf("setting up the Logger controller: %w", err)
+	}
+
+	// Start blocks until the context ends (SIGINT or SIGTERM; a second signal
+	// exits at once) and the Manager has stopped the controllers, released
+	// the Lease and closed the endpoints.
+	ctx := ctrl.SetupSignalHandler()
+	log.Info("starting", "namespace", displayNamespace(o.namespace), "workers", o.workers, "leaderElection", o.leaderElect)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+		err = <-done
+	case err = <-done:
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// cachesSynced is a readiness check that passes once every informer the
+// controllers asked for has listed its kind. A standby replica (leader
+// election) has started no informers yet, so it is ready too: it can take
+// over at any moment.
+func cachesSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced yet")
+		}
+		return nil
+	}
+}
+
+// managerOptions turns the flags into the Manager's configuration.
+func managerOptions(o options, scheme *runtime.Scheme) ctrl.Options {
+	opts := ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: o.leaderElectNamespace,
+		LeaseDuration:           &o.leaseDuration,
+		RenewDeadline:           &o.renewDeadline,
+		RetryPeriod:             &o.retryPeriod,
+		// Give the Lease up on a clean exit, so that a standby takes over at
+		// once instead of after the lease duration. Safe because the process
+		// ends right after Start returns.
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.namespace != "" {
+		// The cache lists and watches only this namespace, for every kind.
+		// That is what lets the operator run with a RoleBinding in one
+		// namespace instead of cluster-wide rights.
+		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.namespace: {}}}
+		if opts.LeaderElectionNamespace == "" {
+			opts.LeaderElectionNamespace = o.namespace
+		}
+	}
+	return opts
+}
+
+func displayNamespace(ns string) string {
+	if ns == "" {
+		return "(all)"
+	}
+	return ns
+}

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/operator-flow/operator-flow/harness"
+	"github.com/operator-flow/operator-flow/harness/behaviour"
+)
+
+// world is one test's namespace and a way to run this stage's operator on
+// it, with args after the stage's own.
+type world struct {
+	c          *harness.Clients
+	ns         string
+	kubeconfig string
+	bin        string
+	args       []string
+}
+
+// newWorld creates the namespace, builds the operator, and makes sure the
+// tickets left in the namespace are released (their finalizer run) before
+// the namespace is deleted.
+func newWorld(t *testing.T, cfg *envconf.Config, prefix string, args ...string) *world {
+	t.Helper()
+	c, err := harness.NewClients(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{c: c, ns: c.Namespace(t, prefix), kubeconfig: cfg.KubeconfigFile(),
+		bin: harness.BuildOperator(t, harness.OperatorPackage(stage.Package))}
+	w.args = append(append([]string{}, stage.Args...), args...)
+	behaviour.ReleaseTicketsAtCleanup(t, c, w.ns, w.kubeconfig, w.bin, w.args...)
+	return w
+}
+
+// start runs the operator on the world's namespace; the harness stops it
+// when t ends.
+func (w *world) start(t *testing.T) *harness.Operator {
+	t.Helper()
+	return harness.StartOperator(t, w.kubeconfig, w.bin, append([]string{"--namespace", w.ns}, w.args...)...)
+}
+
+func newTicketObject(name, from, to string, number int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flights.com/v1", "kind": "FlightTicket",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"from": from, "to": to, "number": number},
+	}}
+}
+
+func newLoggerObject(name string, replicas int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Logger",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"name": name, "timeInterval": int64(5), "replicas": replicas},
+	}}
+}
+
+// condition is one entry of status.conditions, read from an unstructured
+// object.
+type condition struct {
+	Status, Reason, Message string
+	ObservedGeneration      int64
+}
+
+func (c condition) String() string {
+	return fmt.Sprintf("%s/%s (observedGeneration %d): %q", c.Status, c.Reason, c.ObservedGeneration, c.Message)
+}
+
+// conditionOf returns the condition of type typ, and whether there is one.
+func conditionOf(u *unstructured.Unstructured, typ string) (condition, bool) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, x := range conds {
+		m, _ := x.(map[string]any)
+		if m["type"] != typ {
+			continue
+		}
+		c := condition{}
+		c.Status, _ = m["status"].(string)
+		c.Reason, _ = m["reason"].(string)
+		c.Message, _ = m["message"].(string)
+		c.ObservedGeneration, _, _ = unstructured.NestedInt64(m, "observedGeneration")
+		return c, true
+	}
+	return condition{}, false
+}
+
+// waitCondition waits until the object's condition typ has status and
+// reason, and returns the object.
+func waitCondition(t *testing.T, w *world, gvr schema.GroupVersionResource, name, typ, status, reason string) *unstructured.Unstructured {
+	t.Helper()
+	var got *unstructured.Unstructured
+	harness.Eventually(t, converge, fmt.Sprintf("%s %s: condition %s=%s (%s)", gvr.Resource, name, typ, status, reason), func(ctx context.Context) (bool, string, error) {
+		u, err := w.c.Dynamic.Resource(gvr).Namespace(w.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", client404(err)
+		}
+		got = u
+		c, ok := conditionOf(u, typ)
+		return ok && c.Status == status && c.Reason == reason, c.String(), nil
+	})
+	return got
+}
+
+// eventsFor lists the Events about an object (events.k8s.io and core/v1
+// Events are one resource; this reads the core view, as kubectl describe
+// does), oldest first.
+func eventsFor(ctx context.Context, c *harness.Clients, ns, name string) ([]corev1.Event, error) {
+	list, err := c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// waitEvent waits for an Event about the object with this type and reason
+// whose note contains text, and returns it.
+func waitEvent(t *testing.T, c *harness.Clients, ns, name, typ, reason, text string) corev1.Event {
+	t.Helper()
+	var found corev1.Event
+	harness.Eventually(t, converge, fmt.Sprintf("a %s %s Event about %s/%s", typ, reason, ns, name), func(ctx context.Context) (bool, string, error) {
+		evs, err := eventsFor(ctx, c, ns, name)
+		if err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range evs {
+			if e.Type == typ && e.Reason == reason && strings.Contains(e.Message, text) {
+				found = e
+				return true, "", nil
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
+		}
+		return false, strings.Join(seen, "; "), nil
+	})
+	return found
+}
+
+// deployment returns a Deployment, or nil when there is none.
+func (w *world) deployment(ctx context.Context, name string) (*appsv1.Deployment, error) {
+	d, err := w.c.Kube.AppsV1().Deployments(w.ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// waitGone waits until get says NotFound.
+func waitGone(t *testing.T, what string, get func(ctx context.Context) error) {
+	t.Helper()
+	harness.Eventually(t, converge, what+" to be gone", func(ctx context.Context) (bool, string, error) {
+		err := get(ctx)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "still there", err
+	})
+}

@@ -1,0 +1,213 @@
+# operator-flow: the same Kubernetes operator built six times.
+# `make help` lists every target. Tool versions live in tools/versions.mk.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+include tools/versions.mk
+
+ROOT   := $(CURDIR)
+BIN    := $(ROOT)/bin
+STATE  := $(ROOT)/.state
+PINS   := $(BIN)/.pins
+KUBECONFIG_FILE := $(STATE)/kubeconfig
+KUBECTL := $(BIN)/kubectl --kubeconfig $(KUBECONFIG_FILE)
+export CLUSTER ?= kwok
+
+# The stage folders, in course order. `make run-3`, `make e2e STAGE=03` and
+# friends find a stage by its number.
+STAGES := 01-crd-yaml 02-raw-watch 03-informer-cache 04-workqueue 05-controller-runtime 06-status-and-owners
+stage_dir = $(filter $(shell printf %02d $(1))-%,$(STAGES))
+
+# A stage may bring targets of its own (code generation, manifests, deploy) in
+# <stage>/stage.mk. It adds them to these lists, which `make generate`,
+# `make manifests` and `make verify` run.
+GENERATE_TARGETS :=
+MANIFEST_TARGETS :=
+VERIFY_TARGETS   :=
+-include $(wildcard $(addsuffix /stage.mk,$(STAGES)))
+
+# ------------------------------------------------------------------ help ---
+
+.PHONY: help
+help: ## Show every target, one line each.
+	@echo "usage: make <target>   (N is a stage number, 1 to 6)"
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {t = $$1; sub(/%/, "N", t); d = $$2; gsub(/\$$\$$/, "$$", d); printf "  %-16s %s\n", t, d}' $(MAKEFILE_LIST)
+
+# ----------------------------------------------------------------- tools ---
+# Each tool is rebuilt only when its binary is missing or its pin in
+# tools/versions.mk changed. A pin is remembered in bin/.pins/<tool>, which is
+# rewritten only when the version differs, so its timestamp moves only then.
+
+KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
+KWOK_BINS := $(BIN)/kwokctl $(BIN)/kwok
+TOOLS     := $(KUBE_BINS) $(BIN)/etcd $(KWOK_BINS) $(BIN)/kind
+
+.PHONY: tools
+tools: $(TOOLS) ## Build the pinned cluster binaries into ./bin (only what is missing or outdated).
+
+.PHONY: FORCE
+FORCE:
+$(PINS)/%: FORCE
+	@mkdir -p $(@D)
+	@echo '$($*)' | cmp -s - $@ || echo '$($*)' >$@
+
+# Stamp the version that `kubectl version` and the API server's /version report.
+KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitTreeState=clean \
+	-X $(p).gitMajor=$(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))) \
+	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
+
+$(KUBE_BINS) &: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
+	@echo ">> building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $(KUBE_VERSION) from source into ./bin: once, about 10 minutes on 2 cores"
+	@start=$$SECONDS; cd tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl; \
+		echo ">> control plane built in $$((SECONDS - start))s"
+	@touch $(KUBE_BINS)
+
+$(BIN)/etcd: $(PINS)/ETCD_VERSION tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go
+	@echo ">> building etcd $(ETCD_VERSION) into ./bin (once, about a minute)"
+	@cd tools/etcd && go build -trimpath -ldflags '-s -w' -o $@ .
+
+$(KWOK_BINS) &: $(PINS)/KWOK_VERSION
+	@echo ">> building kwok and kwokctl $(KWOK_VERSION) into ./bin (once, about a minute)"
+	@GOBIN=$(BIN) go install -trimpath -ldflags '-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) sigs.k8s.io/kwok/cmd/kwokctl@$(KWOK_VERSION)
+	@touch $(KWOK_BINS)
+
+$(BIN)/controller-gen: $(PINS)/CONTROLLER_GEN_VERSION
+	@echo ">> building controller-gen $(CONTROLLER_GEN_VERSION) into ./bin (once)"
+	@GOBIN=$(BIN) go install -trimpath sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	@touch $@
+
+$(BIN)/kind: $(PINS)/KIND_VERSION
+	@echo ">> building kind $(KIND_VERSION) into ./bin (once; only CLUSTER=kind uses it)"
+	@GOBIN=$(BIN) go install -trimpath -ldflags '-s -w' sigs.k8s.io/kind@$(KIND_VERSION)
+	@touch $@
+
+.PHONY: generate
+generate: $(GENERATE_TARGETS) ## Regenerate Go code (deepcopy, clientsets, listers, informers).
+
+.PHONY: manifests
+manifests: $(MANIFEST_TARGETS) ## Regenerate CRDs and RBAC from kubebuilder markers (controller-gen).
+
+.PHONY: verify
+verify: $(VERIFY_TARGETS) ## Fail when generated code or manifests are stale.
+
+# --------------------------------------------------------------- cluster ---
+
+.PHONY: cluster
+cluster: tools ## Start the workshop cluster, or reuse the running one (CLUSTER=kind for kind).
+	@cluster/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the workshop cluster; no process or port is left behind.
+	@cluster/cluster.sh down
+
+.PHONY: env
+env: ## Print exports for plain kubectl: eval $$(make env)
+	@cluster/cluster.sh env
+
+# ---------------------------------------------------------------- stages ---
+
+.PHONY: run-%
+run-%: cluster ## install stage N's CRDs and run its operator in the foreground.
+	@labs/lab.sh run $*
+
+.PHONY: lab-%
+lab-%: cluster ## cluster, CRDs, stage N's operator in the background, samples, then the result.
+	@labs/lab.sh lab $*
+
+.PHONY: diff-%
+diff-%: ## what stage N changes in stage N-1 (generated code left out).
+	@labs/diff.sh $*
+
+.PHONY: exercise-%
+exercise-%: ## copy stage N-1 into workspace/, where you turn it into stage N.
+	@labs/exercise.sh $*
+
+.PHONY: check-%
+check-%: tools ## run stage N's e2e tests against your workspace/ copy and say what works.
+	@cluster/with-cluster.sh go run ./labs/check $*
+
+.PHONY: lab-stop
+lab-stop: ## Stop the operator that a lab started in the background.
+	@labs/lab.sh stop
+
+# ----------------------------------------------------------------- tests ---
+
+# workspace/ holds learners' exercise copies: never part of the repo's tests.
+GO_PKGS   = $(shell go list ./... | grep -v /workspace/)
+E2E_PKGS  = $(filter %/e2e,$(GO_PKGS))
+UNIT_PKGS = $(filter-out %/e2e,$(GO_PKGS))
+
+.PHONY: test
+test: tools ## Unit tests, then every stage's e2e tests on one shared cluster (README's test command).
+	@echo ">> go mod verify"
+	@go mod verify
+	@echo ">> go vet"
+	@go vet $(GO_PKGS)
+	@echo ">> generated code and manifests are up to date"
+	@$(MAKE) verify
+	@echo ">> unit tests"
+	@go test -count=1 $(UNIT_PKGS)
+	@echo ">> a short fuzz pass"
+	@$(MAKE) fuzz FUZZTIME=5s
+	@echo ">> e2e tests, one stage after another on one cluster"
+	@cluster/with-cluster.sh go test -count=1 -p 1 -timeout 40m $(E2E_PKGS)
+
+# Every fuzz test in the repository (func Fuzz... in a _test.go file), each for
+# FUZZTIME. The seeds in the test files run in the unit tests anyway; this
+# explores beyond them.
+FUZZTIME ?= 10s
+.PHONY: fuzz
+fuzz: ## A short fuzz pass over the operators' pure functions (FUZZTIME=10s per fuzz test).
+	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' $(STAGES) 2>/dev/null | xargs -r -n1 dirname | sort -u); do \
+		for fn in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo ">> fuzzing $$fn in ./$$dir for $(FUZZTIME)"; \
+			go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$dir/ || exit 1; \
+		done; \
+	done
+
+.PHONY: unit
+unit: ## Unit tests only (no cluster).
+	@go test -count=1 $(UNIT_PKGS)
+
+.PHONY: e2e
+e2e: tools ## One stage's e2e tests: make e2e STAGE=3 (or STAGE=03).
+	@test -n "$(STAGE)" || { echo "error: say which stage, e.g. make e2e STAGE=3" >&2; exit 2; }
+	@test -n "$(call stage_dir,$(STAGE))" || { echo "error: no stage $(STAGE); stages are: $(STAGES)" >&2; exit 2; }
+	@cluster/with-cluster.sh go test -count=1 -timeout 30m -v ./$(call stage_dir,$(STAGE))/e2e/...
+
+.PHONY: chaos
+chaos: tools ## The failure scenarios at full size (300 tickets, 300 Loggers) on stages 04 to 06.
+	@CHAOS_SCALE=300 go test -count=1 -timeout 60m -v -run TestReliability ./reliability/e2e/
+
+# ----------------------------------------------------------------- bench ---
+
+N ?= 1000
+M ?= 100
+BENCH_STAGES ?= 2,3,4,5,6
+
+.PHONY: bench
+bench: tools ## The same workload on every stage (N tickets, M Loggers): table + chart in bench/results/.
+	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages $(BENCH_STAGES)'
+
+TICKETS ?= 10000
+
+.PHONY: bench-memory
+bench-memory: tools ## Stage 06's peak memory with TICKETS (10000) tickets cached, managedFields stripped and not.
+	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --memory $(TICKETS)'
+
+# ---------------------------------------------------------------- upkeep ---
+
+.PHONY: vulncheck
+vulncheck: ## Run govulncheck (pinned; needs the internet for its database).
+	@GOBIN=$(BIN) go install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+	@$(BIN)/govulncheck ./...
+
+.PHONY: clean
+clean: lab-stop cluster-down ## Stop everything and remove .state (keeps ./bin).
+	@rm -rf $(STATE)

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/operator-flow/operator-flow/harness"
+)
+
+// The floors answer "how fast could any operator possibly be here?", measured
+// in the same run on the same machine, so that a stage's time can be given as
+// a ratio that survives a noisy machine.
+
+// loggerFloor applies the Deployments that m Loggers would produce straight to
+// the cluster, at the workload's concurrency, and times them to Available.
+// What is left is the cluster's own work: kube-controller-manager creating
+// ReplicaSets and Pods at its own client rate, the scheduler, kwok.
+func loggerFloor(ctx context.Context, c *harness.Clients, ns string, m int) (time.Duration, error) {
+	o, err := observe(ctx, c.Dynamic, ns)
+	if err != nil {
+		return 0, err
+	}
+	defer o.stop()
+	start := time.Now()
+	err = parallel(m, func(i int) error {
+		_, err := c.Dynamic.Resource(deploymentsGVR).Namespace(ns).Create(ctx, floorDeployment(i), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return waitFor(ctx, start, 10*time.Minute, "floor Deployments", func() (bool, string) {
+		done := 0
+		for _, x := range o.deployments.List() {
+			if deploymentRolledOut(x.(*unstructured.Unstructured), intervalBefore) {
+				done++
+			}
+		}
+		return done == m, fmt.Sprintf("%d/%d Deployments available", done, m)
+	})
+}
+
+// ticketFloor creates n tickets and books each one right after creating it,
+// with one status write per ticket: what an operator with zero latency and no
+// overhead would send.
+func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int) (time.Duration, error) {
+	o, err := observe(ctx, c.Dynamic, ns)
+	if err != nil {
+		return 0, err
+	}
+	defer o.stop()
+	r := c.Dynamic.Resource(ticketsGVR).Namespace(ns)
+	start := time.Now()
+	err = parallel(n, func(i int) error {
+		t, err := r.Create(ctx, ticket(i), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		unstructured.SetNestedField(t.Object, "Booked", "status", "phase")
+		unstructured.SetNestedField(t.Object, fmt.Sprintf("Booked %d seat(s) from Amsterdam to Lisbon", seatsBefore), "status", "message")
+		// Stages 02-05 store status in the object itself; 06 has a status
+		// subresource. Whichever CRD is installed, one of the two applies.
+		if _, err := r.UpdateStatus(ctx, t, metav1.UpdateOptions{}); err == nil {
+			return nil
+		}
+		_, err = r.Update(ctx, t, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return waitFor(ctx, start, 10*time.Minute, "floor tickets", func() (bool, string) {
+		done := o.ticketsDone(seatsBefore)
+		return done == n, fmt.Sprintf("%d/%d tickets booked", done, n)
+	})
+}
+
+// floorDeployment is the Deployment docs/behaviour.md says a Logger gets.
+func floorDeployment(i int) *unstructured.Unstructured {
+	name := fmt.Sprintf("l-%04d", i)
+	labels := map[string]any{"app.kubernetes.io/name": "logger", "app.kubernetes.io/instance": name}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "logger-" + name, "labels": labels},
+		"spec": map[string]any{
+			"replicas": int64(loggerReplicas),
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{
+					"containers": []any{map[string]any{
+						"name":    "logger",
+						"image":   "busybox:1.37",
+						"command": []any{"/bin/sh", "-c", `while true; do echo "$(date -u +%FT%TZ) $LOGGER_NAME is active"; sleep "$TIME_INTERVAL"; done`},
+						"env": []any{
+							map[string]any{"name": "LOGGER_NAME", "value": fmt.Sprintf("bench-%d", i)},
+							map[string]any{"name": "TIME_INTERVAL", "value": fmt.Sprint(intervalBefore)},
+						},
+					}},
+				},
+			},
+		},
+	}}
+}

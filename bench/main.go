@@ -1,0 +1,135 @@
+// Command bench runs the same workload on every operator stage and reports
+// what each one costs: time to converge, API requests (as the API server saw
+// them and as the operator sent them), writes against the lower bound, writes
+// on an idle pass, peak memory and CPU time.
+//
+// `make bench` runs it on the workshop cluster:
+//
+//	go run ./bench --kubeconfig .state/kubeconfig --tickets 1000 --loggers 100
+//
+// It prints a markdown table, and writes bench/results/latest.md,
+// latest.json (the same numbers, for programs) and latest.png (the chart).
+// With --memory N it measures stage 06's memory with N tickets cached
+// instead (`make bench-memory`, bench/results/memory.md).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/operator-flow/operator-flow/harness"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", ".state/kubeconfig", "kubeconfig of the cluster to measure on")
+	n := flag.Int("tickets", 1000, "FlightTickets in the workload")
+	m := flag.Int("loggers", 100, "Loggers in the workload")
+	only := flag.String("stages", "2,3,4,5,6", "stages to measure, comma-separated")
+	out := flag.String("out", "bench/results", "folder for latest.md and latest.png")
+	memory := flag.Int("memory", 0, "instead of the workload: stage 06's memory with this many FlightTickets cached, managedFields stripped and not (bench/results/memory.md)")
+	flag.Parse()
+
+	var err error
+	if *memory > 0 {
+		err = run(*kubeconfig, *memory, 0, []string{"6"}, *out, true)
+	} else {
+		err = run(*kubeconfig, *n, *m, strings.Split(*only, ","), *out, false)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(kubeconfig string, n, m int, numbers []string, out string, memory bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return err
+	}
+	kubeconfig, _ = filepath.Abs(kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return fmt.Errorf("%w (start the cluster with 'make cluster')", err)
+	}
+	c, err := harness.NewClients(cfg)
+	if err != nil {
+		return err
+	}
+	sts, err := stages(root, numbers)
+	if err != nil {
+		return err
+	}
+	logs := filepath.Join(root, ".state", "bench")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+	e := &benchEnv{ctx: ctx, c: c, kubeconfig: kubeconfig, root: root, logs: logs, n: n, m: m}
+	started := time.Now()
+
+	if memory {
+		report, err := e.memoryRun(sts[0], out)
+		fmt.Print(report)
+		return err
+	}
+
+	// The floors need the CRDs of the stages 02-05 (status in the object).
+	if err := c.InstallCRDs(ctx, filepath.Join(root, "01-crd-yaml", "crds")); err != nil {
+		return err
+	}
+	var f floors
+	fmt.Fprintf(os.Stderr, ">> floors: %d Deployments straight to the cluster, %d tickets booked by a minimal client\n", m, n)
+	if f.Loggers, err = e.measure(func(ns string) (time.Duration, error) { return loggerFloor(ctx, c, ns, m) }); err != nil {
+		return fmt.Errorf("logger floor: %w", err)
+	}
+	if f.Tickets, err = e.measure(func(ns string) (time.Duration, error) { return ticketFloor(ctx, c, ns, n) }); err != nil {
+		return fmt.Errorf("ticket floor: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, ">> floors: loggers %.1fs, tickets %.1fs\n", f.Loggers.Seconds(), f.Tickets.Seconds())
+
+	var results []StageResult
+	for _, st := range sts {
+		fmt.Fprintf(os.Stderr, ">> %s: %d tickets and %d Loggers\n", st.Dir, n, m)
+		r, err := e.run(st)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+
+	report := markdown(results, f, n, m, time.Since(started))
+	fmt.Print(report)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "latest.md"), []byte(report), 0o644); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(out, "latest.json"), results, f, n, m); err != nil {
+		return err
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	return chart(results, f, filepath.Join(out, "latest.png"))
+}
+
+// measure runs a floor in a namespace of its own.
+func (e *benchEnv) measure(fn func(ns string) (time.Duration, error)) (time.Duration, error) {
+	ns, cleanup, err := e.namespace("bench-floor")
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	return fn(ns)
+}

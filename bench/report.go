@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/operator-flow/operator-flow/apicount"
+)
+
+type floors struct {
+	Loggers, Tickets time.Duration
+}
+
+// total adds up the operator's requests over all phases.
+func (r StageResult) total() Requests {
+	out := Requests{}
+	for _, p := range r.Phases {
+		for k, v := range p.Operator {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+func (r StageResult) bound() int {
+	b := 0
+	for _, p := range r.Phases {
+		b += p.Bound
+	}
+	return b
+}
+
+func (r StageResult) phase(name string) PhaseResult {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p
+		}
+	}
+	return PhaseResult{}
+}
+
+// markdown renders the results as the table the README shows.
+func markdown(results []StageResult, f floors, n, m int, took time.Duration) string {
+	var b strings.Builder
+	objects := float64(n + m)
+	fmt.Fprintf(&b, "### make bench: %d FlightTickets and %d Loggers\n\n", n, m)
+	fmt.Fprintf(&b, "Measured %s on %s/%s with %d cores; the run took %s.\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), took.Round(time.Second))
+	fmt.Fprintf(&b, "Floors, measured in the same run: **Loggers %.1f s** (their Deployments applied straight to the cluster), **tickets %.1f s** (a minimal client that creates each ticket and writes its status once).\n\n",
+		f.Loggers.Seconds(), f.Tickets.Seconds())
+
+	b.WriteString("| stage | create: tickets | create: Loggers | edit | delete | requests / object | writes / bound | GETs / object | idle-pass writes | peak RSS | CPU |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		c := r.phase("create")
+		tot := r.total()
+		total, _, writes := apicount.Totals(map[apicount.Key]int(tot))
+		idle := fmt.Sprint(r.IdleWrites)
+		if r.IdleWrites < 0 {
+			idle = "not measured¹"
+		}
+		fmt.Fprintf(&b, "| %s | %.1f s (%.2f×) | %.1f s (%.2f×) | %.1f s | %.1f s | %.2f | %d / %d (%.2f×) | %.2f | %s | %.0f MiB | %.1f s |\n",
+			r.Stage,
+			c.Tickets.Seconds(), ratio(c.Tickets, f.Tickets),
+			c.Loggers.Seconds(), ratio(c.Loggers, f.Loggers),
+			r.phase("edit").Both.Seconds(), r.phase("delete").Both.Seconds(),
+			float64(total)/objects, writes, r.bound(), float64(writes)/float64(r.bound()),
+			float64(tot.Sum(isGet))/objects, idle, r.PeakMiB, r.CPU.Seconds())
+	}
+	b.WriteString("\n(×) is the time divided by the floor. *requests / object*: everything the operator sent over the three phases, per FlightTicket or Logger. *writes / bound*: its creates, updates, patches and deletes against the fewest any operator needs (create: one status write per ticket, one Deployment and one status write per Logger; edit: one status write per ticket and one Deployment update per Logger; delete: one Deployment delete per Logger).\n")
+	for _, r := range results {
+		if r.IdleNote != "" {
+			fmt.Fprintf(&b, "\n¹ %s: %s\n", r.Stage, r.IdleNote)
+		}
+	}
+
+	b.WriteString("\n#### Requests by verb, as each operator sent them (all phases, start-up included)\n\n")
+	verbs := []string{"LIST", "WATCH", "GET", "CREATE", "UPDATE", "PATCH", "DELETE"}
+	b.WriteString("| stage | " + strings.Join(verbs, " | ") + " |\n|---|" + strings.Repeat("---|", len(verbs)) + "\n")
+	for _, r := range results {
+		tot := r.total()
+		b.WriteString("| " + r.Stage)
+		for _, v := range verbs {
+			match := func(k apicount.Key) bool { return k.Verb == v }
+			if v == "GET" {
+				match = isGet // objects only; discovery (/api, /apis) is left out
+			}
+			fmt.Fprintf(&b, " | %d", tot.Sum(match))
+		}
+		b.WriteString(" |\n")
+	}
+
+	b.WriteString("\n#### Requests the API server counted for the workload's resources (apiserver_request_total, all clients, create phase)\n\n")
+	b.WriteString("| stage | requests | of which writes |\n|---|---|---|\n")
+	for _, r := range results {
+		s := r.phase("create").Server
+		fmt.Fprintf(&b, "| %s | %d | %d |\n", r.Stage, s.Sum(func(apicount.Key) bool { return true }), s.Sum(serverWrite))
+	}
+	b.WriteString("\nThe server's count includes the benchmark's own creates and kube-controller-manager's work on Deployments, ReplicaSets' parents and events; the operator's column above is the operator alone.\n")
+	return b.String()
+}
+
+// summaryJSON is latest.json: per stage, the numbers a program (such as the
+// bench's own e2e test) checks.
+type summaryJSON struct {
+	Tickets, Loggers int
+	FloorSeconds     struct{ Tickets, Loggers float64 }
+	Stages           []stageJSON
+}
+
+type stageJSON struct {
+	Stage                                      string
+	CreateTicketsSeconds, CreateLoggersSeconds float64
+	Requests, Writes, Bound, Gets              int
+	IdleWrites                                 int
+	PeakMiB, CPUSeconds                        float64
+}
+
+func writeJSON(path string, results []StageResult, f floors, n, m int) error {
+	s := summaryJSON{Tickets: n, Loggers: m}
+	s.FloorSeconds.Tickets, s.FloorSeconds.Loggers = f.Tickets.Seconds(), f.Loggers.Seconds()
+	for _, r := range results {
+		tot := r.total()
+		total, _, writes := apicount.Totals(map[apicount.Key]int(tot))
+		c := r.phase("create")
+		s.Stages = append(s.Stages, stageJSON{
+			Stage: r.Stage, CreateTicketsSeconds: c.Tickets.Seconds(), CreateLoggersSeconds: c.Loggers.Seconds(),
+			Requests: total, Writes: writes, Bound: r.bound(), Gets: tot.Sum(isGet),
+			IdleWrites: r.IdleWrites, PeakMiB: r.PeakMiB, CPUSeconds: r.CPU.Seconds(),
+		})
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// serverWrite: the API server names verbs in upper case (POST is CREATE, etc.).
+func serverWrite(k apicount.Key) bool {
+	switch k.Verb {
+	case "CREATE", "UPDATE", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION":
+		return true
+	}
+	return false
+}
+
+func ratio(d, floor time.Duration) float64 {
+	if floor <= 0 {
+		return 0
+	}
+	return d.Seconds() / floor.Seconds()
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operator-flow/operator-flow/harness"
+)
+
+// stage is one operator folder to measure.
+type stage struct {
+	Dir  string // e.g. "03-informer-cache"
+	CRDs string // folder of the CRDs it runs with
+}
+
+// stages finds the operator stages among numbers like "2,3,4".
+func stages(root string, numbers []string) ([]stage, error) {
+	var out []stage
+	for _, n := range numbers {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		matches, _ := filepath.Glob(filepath.Join(root, fmt.Sprintf("%02s-*", strings.TrimLeft(n, "0"))))
+		if len(matches) == 0 {
+			matches, _ = filepath.Glob(filepath.Join(root, "0"+strings.TrimLeft(n, "0")+"-*"))
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("there is no stage %s", n)
+		}
+		dir := filepath.Base(matches[0])
+		if _, err := os.Stat(filepath.Join(root, dir, "main.go")); err != nil {
+			return nil, fmt.Errorf("stage %s has no operator to measure", dir)
+		}
+		crds := filepath.Join(root, "01-crd-yaml", "crds")
+		if _, err := os.Stat(filepath.Join(root, dir, "config", "crd")); err == nil {
+			crds = filepath.Join(root, dir, "config", "crd")
+		}
+		out = append(out, stage{Dir: dir, CRDs: crds})
+	}
+	return out, nil
+}
+
+// PhaseResult is what one phase of the workload cost a stage.
+type PhaseResult struct {
+	Name                   string
+	Tickets, Loggers, Both time.Duration // time to converge, from the first request
+	Server, Operator       Requests      // requests seen by the API server / sent by the operator
+	Bound                  int           // the fewest writes any operator needs for this phase
+}
+
+// StageResult is one stage's row in the report.
+type StageResult struct {
+	Stage      string
+	Phases     []PhaseResult
+	IdleWrites int // writes during a full pass over converged objects; -1 if not measured
+	IdleNote   string
+	PeakMiB    float64
+	CPU        time.Duration
+}
+
+type benchEnv struct {
+	ctx        context.Context
+	c          *harness.Clients
+	kubeconfig string
+	root       string
+	logs       string
+	n, m       int
+}
+
+// namespace creates a fresh namespace for one measurement.
+func (e *benchEnv) namespace(name string) (string, func(), error) {
+	ns, err := e.c.Kube.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", nil, err
+	}
+	return ns.Name, func() {
+		e.c.Kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	}, nil
+}
+
+// build compiles the stage's operator into .state/bench.
+func (e *benchEnv) build(st stage) (string, error) {
+	bin := filepath.Join(e.logs, "operator-"+st.Dir[:2])
+	build := exec.Command("go", "build", "-o", bin, "./"+st.Dir)
+	build.Dir = e.root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", st.Dir, err, out)
+	}
+	return bin, nil
+}
+
+// run measures one stage: build and start its operator, then create, check an
+// idle pass, edit and delete.
+func (e *benchEnv) run(st stage) (StageResult, error) {
+	res := StageResult{Stage: st.Dir, IdleWrites: -1}
+	if err := e.c.InstallCRDs(e.ctx, st.CRDs); err != nil {
+		return res, err
+	}
+	ns, cleanup, err := e.namespace("bench-" + st.Dir[:2])
+	if err != nil {
+		return res, err
+	}
+	defer cleanup()
+
+	bin, err := e.build(st)
+	if err != nil {
+		return res, err
+	}
+	args := []string{"--kubeconfig", e.kubeconfig, "--namespace", ns}
+	op, err := startOperator(bin, filepath.Join(e.logs, st.Dir+".log"), args...)
+	if err != nil {
+		return res, err
+	}
+	defer func() { op.stop() }()
+
+	obs, err := observe(e.ctx, e.c.Dynamic, ns)
+	if err != nil {
+		return res, err
+	}
+	defer obs.stop()
+
+	phases := []struct {
+		name   string
+		act    func() error
+		bound  int
+		ticket func() (bool, string)
+		logger func() (bool, string)
+	}{
+		{"create", func() error { return createAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, e.n + 2*e.m,
+			func() (bool, string) {
+				d := obs.ticketsDone(seatsBefore)
+				return d == e.n, fmt.Sprintf("%d/%d tickets booked", d, e.n)
+			},
+			func() (bool, string) {
+				d := obs.loggersDone(intervalBefore)
+				return d == e.m, fmt.Sprintf("%d/%d Loggers available", d, e.m)
+			}},
+		{"edit", func() error { return editAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, e.n + e.m,
+			func() (bool, string) {
+				d := obs.ticketsDone(seatsAfter)
+				return d == e.n, fmt.Sprintf("%d/%d tickets rebooked", d, e.n)
+			},
+			func() (bool, string) {
+				d := obs.loggersDone(intervalAfter)
+				return d == e.m, fmt.Sprintf("%d/%d Loggers rolled out", d, e.m)
+			}},
+		{"delete", func() error { return deleteAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, e.m,
+			func() (bool, string) {
+				n := len(obs.tickets.ListKeys())
+				return n == 0, fmt.Sprintf("%d tickets left", n)
+			},
+			func() (bool, string) {
+				l, d := len(obs.loggers.ListKeys()), len(obs.deployments.ListKeys())
+				return l == 0 && d == 0, fmt.Sprintf("%d Loggers and %d Deployments left", l, d)
+			}},
+	}
+	for i, ph := range phases {
+		if ph.name == "delete" {
+			// Between edit and delete: restart the operator and count what a
+			// pass over converged objects costs it.
+			if op, err = e.idlePass(&res, op, bin, st, args); err != nil {
+				return res, err
+			}
+		}
+		r, err := e.phase(op, ph.name, ph.bound, ph.act, ph.ticket, ph.logger)
+		if err != nil {
+			return res, fmt.Errorf("%s, phase %s: %w\nlast operator output:\n%s", st.Dir, ph.name, err, tail(op.log(), 15))
+		}
+		res.Phases = append(res.Phases, r)
+		fmt.Fprintf(os.Stderr, ">> %s %-6s tickets %6.1fs  loggers %6.1fs  operator writes %5d (bound %d)\n",
+			st.Dir, ph.name, r.Tickets.Seconds(), r.Loggers.Seconds(), r.Operator.Sum(isWrite), r.Bound)
+		_ = i
+	}
+	mib, cpu := op.usage()
+	res.PeakMiB = max(res.PeakMiB, mib)
+	res.CPU += cpu
+	return res, nil
+}
+
+// phase runs one step of the workload and measures it.
+func (e *benchEnv) phase(op *operator, name string, bound int, act func() error, ticketsDone, loggersDone func() (bool, string)) (PhaseResult, error) {
+	r := PhaseResult{Name: name, Bound: bound}
+	srvBefore, err := serverRequests(e.ctx, e.c.Kube)
+	if err != nil {
+		return r, err
+	}
+	opBefore, err := op.counts()
+	if err != nil {
+		return r, err
+	}
+	if name == "create" {
+		// The create phase includes the operator's start-up: its first
+		// LISTs and WATCHes belong to the workload's bill.
+		opBefore = Requests{}
+	}
+	start := time.Now()
+	if err := act(); err != nil {
+		return r, err
+	}
+	if r.Tickets, err = waitFor(e.ctx, start, 10*time.Minute, "tickets", ticketsDone); err != nil {
+		return r, err
+	}
+	if r.Loggers, err = waitFor(e.ctx, start, 10*time.Minute, "Loggers", loggersDone); err != nil {
+		return r, err
+	}
+	r.Both = max(r.Tickets, r.Loggers)
+	srvAfter, err := serverRequests(e.ctx, e.c.Kube)
+	if err != nil {
+		return r, err
+	}
+	opAfter, err := op.counts()
+	if err != nil {
+		return r, err
+	}
+	r.Server, r.Operator = srvAfter.Sub(srvBefore), opAfter.Sub(opBefore)
+	return r, nil
+}
+
+// idlePass stops the operator and starts a new one on the converged objects.
+// The new one must look at every object (operators log "in sync" for each
+// object they examined and left alone) and write nothing.
+func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage, args []string) (*operator, error) {
+	mib, cpu := op.usage()
+	res.PeakMiB, res.CPU = max(res.PeakMiB, mib), res.CPU+cpu
+	op.stop()
+	op, err := startOperator(bin, filepath.Join(e.logs, st.Dir+"-idle.log"), args...)
+	if err != nil {
+		return nil, err
+	}
+	want := e.n + e.m
+	_, err = waitFor(e.ctx, time.Now(), 2*time.Minute, "idle pass", func() (bool, string) {
+		got := strings.Count(op.log(), "in sync")
+		return got >= want, fmt.Sprintf(`%d of %d objects logged "in sync"`, got, want)
+	})
+	if err != nil {
+		res.IdleNote = err.Error()
+		return op, nil
+	}
+	counts, err := op.counts()
+	if err != nil {
+		return op, err
+	}
+	res.IdleWrites = counts.Sum(isWrite)
+	return op, nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+var (
+	ticketsGVR     = schema.GroupVersionResource{Group: "flights.com", Version: "v1", Resource: "flighttickets"}
+	loggersGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "loggers"}
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+// The workload: n tickets and m Loggers, created at once, edited once each,
+// then deleted. The numbers below are what the edit changes.
+const (
+	seatsBefore, seatsAfter       = 1, 2
+	intervalBefore, intervalAfter = 5, 7
+	loggerReplicas                = 1
+	writers                       = 8 // goroutines that send the workload's requests
+)
+
+func ticket(i int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flights.com/v1", "kind": "FlightTicket",
+		"metadata": map[string]any{"name": fmt.Sprintf("t-%05d", i)},
+		"spec":     map[string]any{"from": "Amsterdam", "to": "Lisbon", "number": int64(seatsBefore)},
+	}}
+}
+
+func logger(i int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Logger",
+		"metadata": map[string]any{"name": fmt.Sprintf("l-%04d", i)},
+		"spec":     map[string]any{"name": fmt.Sprintf("bench-%d", i), "timeInterval": int64(intervalBefore), "replicas": int64(loggerReplicas)},
+	}}
+}
+
+// parallel runs fn(0..count-1) on `writers` goroutines and returns the first error.
+func parallel(count int, fn func(i int) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs error
+		next = make(chan int)
+	)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if errs == nil {
+						errs = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < count; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
+}
+
+// createAll creates n tickets and m Loggers at once.
+func createAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) error {
+	return parallel(n+m, func(i int) error {
+		if i < n {
+			_, err := dyn.Resource(ticketsGVR).Namespace(ns).Create(ctx, ticket(i), metav1.CreateOptions{})
+			return err
+		}
+		_, err := dyn.Resource(loggersGVR).Namespace(ns).Create(ctx, logger(i-n), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// editAll changes one spec field of every object with a JSON merge patch.
+func editAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) error {
+	return parallel(n+m, func(i int) error {
+		if i < n {
+			patch := fmt.Sprintf(`{"spec":{"number":%d}}`, seatsAfter)
+			_, err := dyn.Resource(ticketsGVR).Namespace(ns).Patch(ctx, ticket(i).GetName(), "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+			return err
+		}
+		patch := fmt.Sprintf(`{"spec":{"timeInterval":%d}}`, intervalAfter)
+		_, err := dyn.Resource(loggersGVR).Namespace(ns).Patch(ctx, logger(i-n).GetName(), "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+		return err
+	})
+}
+
+// deleteAll deletes every ticket and Logger.
+func deleteAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) error {
+	return parallel(n+m, func(i int) error {
+		var err error
+		if i < n {
+			err = dyn.Resource(ticketsGVR).Namespace(ns).Delete(ctx, ticket(i).GetName(), metav1.DeleteOptions{})
+		} else {
+			err = dyn.Resource(loggersGVR).Namespace(ns).Delete(ctx, logger(i-n).GetName(), metav1.DeleteOptions{})
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// observer keeps a watch-fed cache of the namespace's tickets, Loggers and
+// Deployments, so that checking convergence costs the API server nothing
+// beyond one LIST and one WATCH per kind.
+type observer struct {
+	tickets, loggers, deployments cache.Store
+	stop                          context.CancelFunc
+}
+
+func observe(ctx context.Context, dyn dynamic.Interface, ns string) (*observer, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
+	o := &observer{
+		tickets:     f.ForResource(ticketsGVR).Informer().GetStore(),
+		loggers:     f.ForResource(loggersGVR).Informer().GetStore(),
+		deployments: f.ForResource(deploymentsGVR).Informer().GetStore(),
+		stop:        cancel,
+	}
+	f.Start(ctx.Done())
+	for gvr, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("watching %s did not sync", gvr.Resource)
+		}
+	}
+	return o, nil
+}
+
+// ticketsDone counts tickets whose status books `seats` seats.
+func (o *observer) ticketsDone(seats int) int {
+	want := fmt.Sprintf("Booked %d seat(s) from Amsterdam to Lisbon", seats)
+	done := 0
+	for _, x := range o.tickets.List() {
+		u := x.(*unstructured.Unstructured)
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
+		if phase == "Booked" && msg == want {
+			done++
+		}
+	}
+	return done
+}
+
+// loggersDone counts Loggers that are Available and whose Deployment has
+// rolled out the given interval with at least one available replica.
+func (o *observer) loggersDone(interval int) int {
+	done := 0
+	for _, x := range o.loggers.List() {
+		u := x.(*unstructured.Unstructured)
+		if state, _, _ := unstructured.NestedString(u.Object, "status", "state"); state != "Available" {
+			continue
+		}
+		d, ok, _ := o.deployments.GetByKey(u.GetNamespace() + "/logger-" + u.GetName())
+		if ok && deploymentRolledOut(d.(*unstructured.Unstructured), interval) {
+			done++
+		}
+	}
+	return done
+}
+
+// deploymentRolledOut: the Deployment's pods run the given interval, the
+// rollout is complete, and a replica is available.
+func deploymentRolledOut(d *unstructured.Unstructured, interval int) bool {
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		return false
+	}
+	env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+	found := false
+	for _, e := range env {
+		m := e.(map[string]any)
+		if m["name"] == "TIME_INTERVAL" && m["value"] == fmt.Sprint(interval) {
+			found = true
+		}
+	}
+	gen, _, _ := unstructured.NestedInt64(d.Object, "metadata", "generation")
+	observed, _, _ := unstructured.NestedInt64(d.Object, "status", "observedGeneration")
+	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+	updated, _, _ := unstructured.NestedInt64(d.Object, "status", "updatedReplicas")
+	available, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas")
+	return found && observed >= gen && updated == replicas && available >= 1
+}
+
+func (o *observer) empty() bool {
+	return len(o.tickets.ListKeys()) == 0 && len(o.loggers.ListKeys()) == 0 && len(o.deployments.ListKeys()) == 0
+}
+
+// waitFor polls the observer's cache every 20 ms until done() holds, and
+// returns how long that took from start. It gives up at the deadline and says
+// what it saw last.
+func waitFor(ctx context.Context, start time.Time, timeout time.Duration, what string, done func() (bool, string)) (time.Duration, error) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for {
+		ok, seen := done()
+		if ok {
+			return time.Since(start), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-deadline:
+			return 0, fmt.Errorf("%s did not converge within %s: %s", what, timeout, seen)
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package behaviour
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/operator-flow/operator-flow/harness"
+)
+
+// converge bounds every wait for the operator. kwok makes pods Ready within a
+// second; the rest is headroom for a busy 2-core machine.
+const converge = 60 * time.Second
+
+// fixture is one feature's world: a namespace of its own and the operator
+// watching only that namespace. Each feature builds one in its Setup step,
+// so every feature starts from nothing and the harness stops its operator
+// and deletes its namespace when the feature ends.
+type fixture struct {
+	stage      Stage
+	c          *harness.Clients
+	ns         string
+	kubeconfig string
+	bin        string
+	op         *harness.Operator
+}
+
+// newFixture creates the namespace and builds the stage's operator; start
+// runs it.
+func newFixture(t *testing.T, cfg *envconf.Config, s Stage, prefix string) *fixture {
+	t.Helper()
+	c, err := harness.NewClients(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{
+		stage:      s,
+		c:          c,
+		ns:         c.Namespace(t, prefix),
+		kubeconfig: cfg.KubeconfigFile(),
+		bin:        harness.BuildOperator(t, harness.OperatorPackage(s.Package)),
+	}
+	if s.TicketFinalizer {
+		// Registered after the namespace, so it runs before the namespace
+		// is deleted, and after every operator of the feature has stopped.
+		ReleaseTicketsAtCleanup(t, c, f.ns, cfg.KubeconfigFile(), f.bin, s.Args...)
+	}
+	return f
+}
+
+// start runs an operator process on the fixture's namespace and remembers it
+// as f.op. extra flags come after the stage's own.
+func (f *fixture) start(t *testing.T, extra ...string) *harness.Operator {
+	t.Helper()
+	args := append([]string{"--namespace", f.ns}, f.stage.Args...)
+	f.op = harness.StartOperator(t, f.kubeconfig, f.bin, append(args, extra...)...)
+	return f.op
+}
+
+// restartInSync stops the fixture's operator and starts a fresh one, and
+// returns once the new one has logged "in sync" (docs/behaviour.md) for each
+// of the named objects. From then on the operator has nothing of its own in
+// flight: the old process's writes, which would come back to it as events,
+// ended with that process, and the new one found nothing to write. So
+// whatever it does next was prompted by the test, not by its own echo.
+func (f *fixture) restartInSync(t *testing.T, names ...string) *harness.Operator {
+	t.Helper()
+	if f.op != nil {
+		if err := f.op.Stop(); err != nil {
+			t.Fatalf("the operator did not exit cleanly after SIGTERM: %v", err)
+		}
+	}
+	op := f.start(t)
+	for _, name := range names {
+		op.WaitForLog(converge, "in sync", f.ns+"/"+name)
+	}
+	return op
+}
+
+func (f *fixture) create(t *testing.T, gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+	t.Helper()
+	if _, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating %s %s/%s: %v", gvr.Resource, f.ns, u.GetName(), err)
+	}
+}
+
+// patchSpec merges fields into an object's spec, as a user's `kubectl patch`
+// would.
+func (f *fixture) patchSpec(t *testing.T, gvr schema.GroupVersionResource, name string, spec map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"spec": spec})
+	if _, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching %s %s/%s: %v", gvr.Resource, f.ns, name, err)
+	}
+}
+
+func (f *fixture) delete(t *testing.T, gvr schema.GroupVersionResource, name string) {
+	t.Helper()
+	if err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting %s %s/%s: %v", gvr.Resource, f.ns, name, err)
+	}
+}
+
+// get returns an object, or nil when it does not exist.
+func (f *fixture) get(ctx context.Context, gvr schema.GroupVersionResource, name string) (*unstructured.Unstructured, error) {
+	u, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return u, err
+}
+
+// deployment returns a Deployment, or nil when it does not exist.
+func (f *fixture) deployment(ctx context.Context, name string) (*appsv1.Deployment, error) {
+	d, err := f.c.Kube.AppsV1().Deployments(f.ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// waitTicketBooked waits until a ticket's status is exactly the booking of
+// docs/behaviour.md for these spec values.
+func (f *fixture) waitTicketBooked(t *testing.T, name, from, to string, number int64) {
+	t.Helper()
+	want := bookingMessage(from, to, number)
+	harness.Eventually(t, converge, fmt.Sprintf("ticket %s to say %q", name, want), func(ctx context.Context) (bool, string, error) {
+		u, err := f.get(ctx, ticketGVR, name)
+		if err != nil || u == nil {
+			return false, "no ticket", err
+		}
+		phase, msg := str(u, "status", "phase"), str(u, "status", "message")
+		return phase == phaseBooked && msg == want, fmt.Sprintf("phase=%q message=%q", phase, msg), nil
+	})
+}
+
+// waitLoggerState waits until a Logger's status.state is want.
+func (f *fixture) waitLoggerState(t *testing.T, name, want string) {
+	t.Helper()
+	harness.Eventually(t, converge, fmt.Sprintf("Logger %s to be %s", name, want), func(ctx context.Context) (bool, string, error) {
+		u, err := f.get(ctx, loggerGVR, name)
+		if err != nil || u == nil {
+			return false, "no Logger", err
+		}
+		state := str(u, "status", "state")
+		return state == want, "state=" + state, nil
+	})
+}
+
+// waitDeployment waits until the Deployment exists and ok accepts it, and
+// returns it. ok explains what it saw, for the failure message.
+func (f *fixture) waitDeployment(t *testing.T, name string, ok func(*appsv1.Deployment) (bool, string)) *appsv1.Deployment {
+	t.Helper()
+	var got *appsv1.Deployment
+	harness.Eventually(t, converge, "Deployment "+name, func(ctx context.Context) (bool, string, error) {
+		d, err := f.deployment(ctx, name)
+		if err != nil || d == nil {
+			return false, "no Deployment", err
+		}
+		got = d
+		good, seen := ok(d)
+		return good, seen, nil
+	})
+	return got
+}
+
+// waitDeploymentGone waits until the Deployment no longer exists.
+func (f *fixture) waitDeploymentGone(t *testing.T, name string) {
+	t.Helper()
+	harness.Eventually(t, converge, "Deployment "+name+" to be deleted", func(ctx context.Context) (bool, string, error) {
+		d, err := f.deployment(ctx, name)
+		if err != nil {
+			return false, "", err
+		}
+		if d == nil {
+			return true, "gone", nil
+		}
+		return false, fmt.Sprintf("still there (deletionTimestamp=%v)", d.DeletionTimestamp), nil
+	})
+}

@@ -1,0 +1,82 @@
+package behaviour
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/operator-flow/operator-flow/harness"
+)
+
+// WatchExpiry checks that the operator recovers when the resourceVersion it
+// would resume its watches from has expired (410 Gone, "too old resource
+// version"). Stage 02 handles that by hand (stream.go); stages 03 and later
+// leave it to client-go's reflector. It restarts kube-apiserver, so the
+// calling package must use harness.MainPrivate.
+func WatchExpiry(t *testing.T, s Stage) {
+	t.Helper()
+	harness.Env().Test(t, watchExpired(s))
+}
+
+// watchExpired: the operator is cut off from the API server (a proxy between
+// them drops its connections). Meanwhile a ticket is created, which moves the
+// resourceVersion on, and kube-apiserver restarts. A restarted API server
+// fills its watch cache from etcd at the current resourceVersion, so it
+// cannot replay anything older: when the operator comes back and asks to
+// resume its watch from where it stopped, the answer is 410 Gone. The
+// operator must LIST again, and so find the ticket it never got an event for.
+func watchExpired(s Stage) features.Feature {
+	var (
+		f *fixture
+		p *apiProxy
+	)
+	// A watch that asked to resume from a resourceVersion and was refused
+	// because that version is too old.
+	expiredWatch := func(r proxiedRequest) bool {
+		rv := r.query.Get("resourceVersion")
+		return r.method == http.MethodGet && r.query.Get("watch") == "true" && rv != "" && rv != "0" &&
+			r.status == http.StatusGone
+	}
+	return features.New("watches resumed from an expired resourceVersion start over").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			f = newFixture(t, cfg, s, "expiry")
+			p = newAPIProxy(t, f.c.Config)
+			f.kubeconfig = p.kubeconfig
+			f.start(t)
+			f.create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
+			f.waitTicketBooked(t, "before", "Oslo", "Bergen", 1)
+			return ctx
+		}).
+		Assess("410 Gone is answered, and the ticket created while away is booked", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			p.disconnect()
+			// The test's own client does not go through the proxy.
+			f.create(t, ticketGVR, newTicket("while-away", "Oslo", "Bergen", 2))
+			harness.RestartComponent(t, "kube-apiserver", nil)
+			harness.Eventually(t, converge, "the API server to answer again", func(ctx context.Context) (bool, string, error) {
+				_, err := f.c.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+				return err == nil, fmt.Sprint(err), nil
+			})
+			p.reconnect()
+			harness.Eventually(t, converge, "a watch refused with 410 Gone", func(context.Context) (bool, string, error) {
+				n := len(p.requests(expiredWatch))
+				return n > 0, fmt.Sprintf("%d so far", n), nil
+			})
+			f.waitTicketBooked(t, "while-away", "Oslo", "Bergen", 2)
+			return ctx
+		}).
+		Assess("objects created afterwards converge, with no restart of the operator", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			f.create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 3))
+			f.create(t, loggerGVR, newLogger("after", "after-expiry", 5, 1))
+			f.waitTicketBooked(t, "after", "Oslo", "Bergen", 3)
+			f.waitLoggerState(t, "after", stateAvailable)
+			if f.op.Exited() {
+				t.Errorf("the operator exited; it must recover by itself:\n%s", summary(f.op))
+			}
+			t.Logf("watches refused with 410 Gone: %d", len(p.requests(expiredWatch)))
+			return ctx
+		}).Feature()
+}

@@ -1,0 +1,203 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
+	"sigs.k8s.io/e2e-framework/support"
+	"sigs.k8s.io/e2e-framework/support/kind"
+	"sigs.k8s.io/e2e-framework/support/kwok"
+)
+
+// testEnv is the e2e-framework environment of the running test binary.
+var testEnv env.Environment
+
+// privateCluster is the name of the kwok cluster Main created for this test
+// binary, or "" when the tests run on a cluster someone else started.
+var privateCluster string
+
+// Env is the e2e-framework environment that Main prepared. Tests run their
+// features with Env().Test(t, feature).
+func Env() env.Environment {
+	if testEnv == nil {
+		panic("harness.Env called before harness.Main: call harness.Main(m, ...) from TestMain")
+	}
+	return testEnv
+}
+
+// Main is the body of every stage's TestMain. It prepares a cluster, installs
+// crds (files or folders, relative to the repository root), runs the tests and
+// removes whatever it created. It does not return.
+//
+//	func TestMain(m *testing.M) { harness.Main(m, "01-crd-yaml/crds") }
+func Main(m *testing.M, crds ...string) {
+	os.Exit(run(m, crds, false))
+}
+
+// MainPrivate is Main for tests that stop and start the cluster's own
+// components (chaos tests): it always creates a cluster of its own, even when
+// E2E_KUBECONFIG names a shared one, and deletes it at the end.
+func MainPrivate(m *testing.M, crds ...string) {
+	os.Exit(run(m, crds, true))
+}
+
+func run(m *testing.M, crds []string, private bool) int {
+	root, err := RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+	cfg := envconf.New()
+	testEnv = env.NewWithConfig(cfg)
+
+	if kc := os.Getenv("E2E_KUBECONFIG"); kc != "" && !private {
+		// A cluster someone else started (make test, make e2e): use it, and
+		// leave it running afterwards.
+		if _, err := os.Stat(kc); err != nil {
+			fmt.Fprintf(os.Stderr, "harness: E2E_KUBECONFIG=%s: %v (start a cluster with 'make cluster')\n", kc, err)
+			return 1
+		}
+		cfg.WithKubeconfigFile(kc)
+	} else {
+		// No cluster given: create one for this test binary alone, with a name
+		// of its own so that test binaries running side by side never share
+		// (and never delete) each other's cluster.
+		provider, name, err := newProvider(root)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "harness: no E2E_KUBECONFIG given; creating cluster %q for this package (it is deleted when the tests end)\n", name)
+		privateCluster = name
+		testEnv.Setup(envfuncs.CreateClusterWithConfig(provider, name, clusterConfig(root)))
+		if os.Getenv("CLUSTER") != "kind" {
+			testEnv.Setup(addKwokNode(root))
+		}
+		testEnv.Finish(destroy(provider, name))
+	}
+
+	testEnv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		c, err := NewClients(cfg.Client().RESTConfig())
+		if err != nil {
+			return ctx, err
+		}
+		for _, p := range crds {
+			if err := c.InstallCRDs(ctx, filepath.Join(root, p)); err != nil {
+				return ctx, fmt.Errorf("installing CRDs from %s: %w", p, err)
+			}
+		}
+		return ctx, nil
+	})
+	return testEnv.Run(m)
+}
+
+// newProvider returns the e2e-framework cluster provider that CLUSTER selects,
+// configured to use ./bin and to keep every file under .state.
+func newProvider(root string) (support.E2EClusterProvider, string, error) {
+	bin := filepath.Join(root, "bin")
+	state := filepath.Join(root, ".state")
+	name := "e2e-" + randomSuffix()
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return nil, "", err
+	}
+	// kwokctl and kind add a context to $KUBECONFIG (default ~/.kube/config).
+	// Point it at a file of our own, so the user's kubeconfig stays untouched.
+	os.Setenv("KUBECONFIG", filepath.Join(state, "kubeconfig-"+name))
+	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	switch c := os.Getenv("CLUSTER"); c {
+	case "kind":
+		if err := dockerReady(); err != nil {
+			return nil, "", err
+		}
+		return kind.NewProvider().WithPath(filepath.Join(bin, "kind")), name, nil
+	case "", "kwok":
+		for _, b := range []string{"kwokctl", "kwok", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"} {
+			if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+				return nil, "", fmt.Errorf("%s is missing: run 'make tools' first (it builds the pinned cluster binaries once)", filepath.Join(bin, b))
+			}
+		}
+		// The same settings cluster/cluster.sh gives kwokctl.
+		os.Setenv("KWOK_WORKDIR", filepath.Join(state, "kwok"))
+		os.Setenv("KWOK_KUBE_APISERVER_BINARY", filepath.Join(bin, "kube-apiserver"))
+		os.Setenv("KWOK_KUBE_CONTROLLER_MANAGER_BINARY", filepath.Join(bin, "kube-controller-manager"))
+		os.Setenv("KWOK_KUBE_SCHEDULER_BINARY", filepath.Join(bin, "kube-scheduler"))
+		os.Setenv("KWOK_KUBECTL_BINARY", filepath.Join(bin, "kubectl"))
+		os.Setenv("KWOK_ETCD_BINARY", filepath.Join(bin, "etcd"))
+		os.Setenv("KWOK_CONTROLLER_BINARY", filepath.Join(bin, "kwok"))
+		return kwok.NewProvider().WithPath(filepath.Join(bin, "kwokctl")), name, nil
+	default:
+		return nil, "", fmt.Errorf("CLUSTER=%s is not known: use kwok (the default) or kind", c)
+	}
+}
+
+// clusterConfig is the provider's configuration file: kwokctl's for kwok,
+// none for kind.
+func clusterConfig(root string) string {
+	if os.Getenv("CLUSTER") == "kind" {
+		return ""
+	}
+	return filepath.Join(root, "cluster", "kwokctl.yaml")
+}
+
+// addKwokNode creates the simulated node from cluster/node.yaml (as `make
+// cluster` does) and waits until kwok-controller reports it Ready, so that
+// pods can be scheduled.
+func addKwokNode(root string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		c, err := NewClients(cfg.Client().RESTConfig())
+		if err != nil {
+			return ctx, err
+		}
+		if err := c.ApplyFile(ctx, filepath.Join(root, "cluster", "node.yaml"), ""); err != nil {
+			return ctx, err
+		}
+		return ctx, c.WaitNodeReady(ctx, "kwok-node-0", time.Minute)
+	}
+}
+
+// destroy deletes the cluster this test binary created.
+func destroy(p support.E2EClusterProvider, name string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		fmt.Fprintf(os.Stderr, "harness: deleting cluster %q\n", name)
+		if err := p.Destroy(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "harness: deleting cluster %q: %v\n", name, err)
+			return ctx, err
+		}
+		os.Remove(os.Getenv("KUBECONFIG"))
+		return ctx, nil
+	}
+}
+
+// dockerReady fails within seconds when no Docker engine answers, so that
+// CLUSTER=kind reports the real problem instead of hanging inside kind.
+func dockerReady() error {
+	if _, err := exec.LookPath("docker"); err != nil {
+		return fmt.Errorf("CLUSTER=kind needs Docker, and no 'docker' command is on PATH; install Docker or use the default embedded cluster (unset CLUSTER)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput()
+	if err != nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return fmt.Errorf("CLUSTER=kind needs a running Docker engine, and none answered (docker info: %s); start Docker or use the default embedded cluster (unset CLUSTER)", lines[len(lines)-1])
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,124 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// PrivateCluster reports whether Main created a cluster for this test binary
+// alone. Only then may a test stop and start its components: on a shared
+// cluster that would break every other package's tests.
+func PrivateCluster() bool { return privateCluster != "" }
+
+// RestartComponent kills one control-plane process of the private kwok
+// cluster (e.g. "kube-apiserver" or "etcd") with SIGKILL, as a crash or an
+// OOM kill would (a graceful SIGTERM makes kube-apiserver drain its watches
+// for up to a minute first), calls whileDown,
+// and starts the process again with the same command line, environment and
+// log file. kwokctl's pid file is updated, so `kwokctl delete cluster` still
+// stops the new process.
+func RestartComponent(t testing.TB, component string, whileDown func()) {
+	t.Helper()
+	if !PrivateCluster() {
+		t.Fatalf("RestartComponent(%s) needs a private cluster: use harness.MainPrivate", component)
+	}
+	if os.Getenv("CLUSTER") == "kind" {
+		restartKindStaticPod(t, component, whileDown)
+		return
+	}
+	dir := filepath.Join(RepoPath(".state", "kwok", "clusters", privateCluster))
+	pidFile := filepath.Join(dir, "pids", component+".pid")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("reading %s: %v", pidFile, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	args, env, cwd := processSpec(t, pid)
+
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing %s (pid %d): %v", component, pid, err)
+	}
+	waitGone(t, pid, 10*time.Second)
+	if whileDown != nil {
+		whileDown()
+	}
+
+	logFile, err := os.OpenFile(filepath.Join(dir, "logs", component+".log"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, cwd, logFile, logFile
+	// A session of its own, as kwokctl starts it: the component must outlive
+	// neither more nor less than the cluster, not this test process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s again: %v", component, err)
+	}
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Reap it if it exits while the tests run; kwokctl stops it at the end.
+	go cmd.Wait()
+}
+
+// restartKindStaticPod kills a control-plane container inside the kind node;
+// the node's kubelet starts its static pod again on its own. (Proven on
+// GitHub's hosted runners only: no Docker engine runs where this repository's
+// own CI does.)
+func restartKindStaticPod(t testing.TB, component string, whileDown func()) {
+	t.Helper()
+	node := privateCluster + "-control-plane"
+	out, err := exec.Command("docker", "exec", node, "pkill", "-KILL", "-x", component).CombinedOutput()
+	if err != nil {
+		t.Fatalf("killing %s in kind node %s: %v\n%s", component, node, err, out)
+	}
+	if whileDown != nil {
+		whileDown()
+	}
+}
+
+// processSpec reads a running process's command line, environment and
+// working directory from /proc.
+func processSpec(t testing.TB, pid int) (args, env []string, cwd string) {
+	t.Helper()
+	read := func(name string) []string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, name))
+		if err != nil {
+			t.Fatalf("reading /proc/%d/%s: %v", pid, name, err)
+		}
+		return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	}
+	args, env = read("cmdline"), read("environ")
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return args, env, cwd
+}
+
+func waitGone(t testing.TB, pid int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for syscall.Kill(pid, 0) == nil {
+		// A zombie still answers kill(0); its /proc state says Z.
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not exit within %s of SIGKILL", pid, timeout)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a local process, not the cluster
+	}
+}

@@ -1,0 +1,203 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// OperatorPackage is the Go package the tests build the operator from: the
+// stage's own (def, relative to the repository root, e.g. "./02-raw-watch"),
+// unless OPERATOR_PKG names another one, such as a learner's copy in
+// workspace/.
+func OperatorPackage(def string) string {
+	if p := os.Getenv("OPERATOR_PKG"); p != "" {
+		return p
+	}
+	return def
+}
+
+var (
+	buildMu    sync.Mutex
+	builtBins  = map[string]string{}
+	buildDirMu sync.Once
+	buildDir   string
+)
+
+// BuildOperator compiles pkg once per test binary and returns the path of the
+// executable. A compile error fails the test with the compiler's output.
+func BuildOperator(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if bin, ok := builtBins[pkg]; ok {
+		return bin
+	}
+	buildDirMu.Do(func() {
+		d, err := os.MkdirTemp("", "operator-flow-e2e-")
+		if err != nil {
+			panic(err)
+		}
+		buildDir = d
+	})
+	bin := filepath.Join(buildDir, fmt.Sprintf("operator-%d", len(builtBins)))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = RepoPath()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the operator from %s failed:\n%s", pkg, out)
+	}
+	builtBins[pkg] = bin
+	return bin
+}
+
+// Operator is an operator process started by a test.
+type Operator struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// StartOperator runs bin with --kubeconfig pointing at the test cluster plus
+// args, and stops it when the test ends, passed or failed. Its output is kept
+// in memory for WaitForLog, and printed when the test fails.
+func StartOperator(t testing.TB, kubeconfig, bin string, args ...string) *Operator {
+	t.Helper()
+	o := &Operator{t: t, log: &syncBuffer{}, done: make(chan struct{})}
+	o.cmd = exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	o.cmd.Stdout = o.log
+	o.cmd.Stderr = o.log
+	if err := o.cmd.Start(); err != nil {
+		t.Fatalf("starting the operator: %v", err)
+	}
+	go func() {
+		o.err = o.cmd.Wait()
+		close(o.done)
+	}()
+	t.Cleanup(func() {
+		o.Stop()
+		if t.Failed() {
+			t.Logf("operator output (%s):\n%s", filepath.Base(bin), o.Log())
+		}
+	})
+	return o
+}
+
+// Stop asks the operator to shut down (SIGTERM) and waits up to 15 seconds
+// for it to exit before killing it. It reports whether the exit was clean.
+func (o *Operator) Stop() error {
+	select {
+	case <-o.done:
+		return o.err
+	default:
+	}
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-o.done:
+		return o.err
+	case <-time.After(15 * time.Second):
+		o.t.Errorf("the operator did not exit within 15s of SIGTERM; killing it")
+		o.Kill()
+		return fmt.Errorf("killed after SIGTERM timeout")
+	}
+}
+
+// Kill stops the operator at once (SIGKILL), as a crash or an OOM kill would.
+func (o *Operator) Kill() {
+	select {
+	case <-o.done:
+		return
+	default:
+	}
+	_ = o.cmd.Process.Kill()
+	<-o.done
+}
+
+// Exited reports whether the process has ended.
+func (o *Operator) Exited() bool {
+	select {
+	case <-o.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Log is everything the operator printed so far.
+func (o *Operator) Log() string { return o.log.String() }
+
+// WaitForLog waits until the operator's output contains every one of parts on
+// a single line, and returns that line.
+func (o *Operator) WaitForLog(timeout time.Duration, parts ...string) string {
+	o.t.Helper()
+	var found string
+	Eventually(o.t, timeout, fmt.Sprintf("an operator log line with %q", parts), func(context.Context) (bool, string, error) {
+		if o.Exited() {
+			return false, "", fmt.Errorf("the operator exited: %v", o.err)
+		}
+		for _, line := range strings.Split(o.Log(), "\n") {
+			if containsAll(line, parts) {
+				found = line
+				return true, line, nil
+			}
+		}
+		return false, lastLines(o.Log(), 5), nil
+	})
+	return found
+}
+
+// CountLog counts the lines of output that contain every one of parts.
+func (o *Operator) CountLog(parts ...string) int {
+	n := 0
+	for _, line := range strings.Split(o.Log(), "\n") {
+		if containsAll(line, parts) {
+			n++
+		}
+	}
+	return n
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// syncBuffer is a bytes.Buffer that the process's output goroutine and the
+// test can use at the same time.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

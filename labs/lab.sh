@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# lab.sh: what `make run-N`, `make lab-N` and `make lab-stop` do.
+#
+#   lab.sh run N    install stage N's CRDs, run its operator in the foreground
+#   lab.sh lab N    install stage N's CRDs, replace any lab operator with stage
+#                   N's (in the background), apply the samples, wait until they
+#                   converge, print them and where to read on
+#   lab.sh stop     stop the operator a lab started
+#
+# The Makefile starts (or reuses) the cluster before calling this script.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN="$ROOT/bin"
+STATE="$ROOT/.state"
+export KUBECONFIG="$("$ROOT/cluster/cluster.sh" kubeconfig)"
+export PATH="$BIN:$PATH"
+PIDFILE="$STATE/lab-operator${CLUSTER_NAME:+-$CLUSTER_NAME}.pid"
+
+say() { printf '>> %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# stage_dir N: the folder of stage N (1 and 01 both work).
+stage_dir() {
+	local n d
+	n=$(printf '%02d' "$((10#$1))") || die "'$1' is not a stage number"
+	for d in "$ROOT"/"$n"-*/; do
+		[[ -d $d ]] && { basename "$d"; return; }
+	done
+	die "there is no stage $1 (stages: $(cd "$ROOT" && ls -d 0?-* | tr '\n' ' '))"
+}
+
+# crds_of DIR: where a stage's CRDs are. Stages 02 to 04 use 01's hand-written
+# YAML; 05 and 06 generate their own with controller-gen.
+crds_of() {
+	if [[ -d "$ROOT/$1/config/crd" ]]; then
+		echo "$ROOT/$1/config/crd"
+	else
+		echo "$ROOT/01-crd-yaml/crds"
+	fi
+}
+
+install_crds() {
+	local crds
+	crds=$(crds_of "$1")
+	say "installing CRDs from ${crds#"$ROOT"/}"
+	kubectl apply --server-side --force-conflicts -f "$crds" >/dev/null
+	kubectl wait --for=condition=Established crd/flighttickets.flights.com crd/loggers.example.com --timeout=30s >/dev/null
+}
+
+stop_operator() {
+	[[ -f $PIDFILE ]] || return 0
+	local pid
+	pid=$(cat "$PIDFILE")
+	# Only signal the process we started: the pid must still be our operator.
+	if kill -0 "$pid" 2>/dev/null && grep -q "$STATE/lab/operator-" "/proc/$pid/cmdline" 2>/dev/null; then
+		say "stopping the lab operator (pid $pid)"
+		kill -TERM "$pid"
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+	fi
+	rm -f "$PIDFILE"
+}
+
+has_operator() { [[ -f "$ROOT/$1/main.go" ]]; }
+
+build_operator() {
+	local dir=$1
+	mkdir -p "$STATE/lab"
+	say "building ./$dir"
+	(cd "$ROOT" && go build -o "$STATE/lab/operator-${dir%%-*}" "./$dir")
+}
+
+# wait_converged NS: every FlightTicket Booked and every Logger Available.
+wait_converged() {
+	local ns=$1
+	say "waiting for the samples to converge (tickets Booked, Loggers Available)"
+	kubectl -n "$ns" wait --for=jsonpath='{.status.phase}'=Booked flighttickets --all --timeout=60s >/dev/null
+	kubectl -n "$ns" wait --for=jsonpath='{.status.state}'=Available loggers --all --timeout=60s >/dev/null
+}
+
+cmd=${1:-}
+case "$cmd" in
+run)
+	dir=$(stage_dir "${2:?usage: lab.sh run N}")
+	install_crds "$dir"
+	has_operator "$dir" || { say "stage $dir has no operator: objects are stored and nothing acts on them. Try: make lab-1"; exit 0; }
+	say "running ./$dir in the foreground (Ctrl-C stops it)"
+	cd "$ROOT" && exec go run "./$dir" --kubeconfig "$KUBECONFIG"
+	;;
+lab)
+	n=${2:?usage: lab.sh lab N}
+	dir=$(stage_dir "$n")
+	ns=lab
+	stop_operator
+	install_crds "$dir"
+	kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+	if has_operator "$dir"; then
+		build_operator "$dir"
+		log="$STATE/logs/lab-${dir%%-*}.log"
+		mkdir -p "$STATE/logs"
+		nohup "$STATE/lab/operator-${dir%%-*}" --kubeconfig "$KUBECONFIG" >"$log" 2>&1 &
+		echo $! >"$PIDFILE"
+		say "stage ${dir%%-*} operator running in the background (pid $!); its log: ${log#"$ROOT"/}"
+	fi
+	say "applying the samples into namespace '$ns'"
+	kubectl -n "$ns" apply -f "$ROOT/01-crd-yaml/samples/"
+	if has_operator "$dir"; then
+		wait_converged "$ns" || die "the samples did not converge within 60s; read the operator's log: ${log#"$ROOT"/}"
+	fi
+	echo
+	kubectl -n "$ns" get flighttickets,loggers
+	if has_operator "$dir"; then
+		echo
+		kubectl -n "$ns" get deployments
+	fi
+	echo
+	lab=$(ls "$ROOT"/labs/"${dir%%-*}"-*.md 2>/dev/null | head -n1 || true)
+	say "read on: ${lab:+${lab#"$ROOT"/}, and }$dir/README.md"
+	say "kubectl: eval \$(make env), then e.g. kubectl -n $ns get ft"
+	;;
+stop)
+	stop_operator
+	;;
+*)
+	die "usage: lab.sh run N | lab N | stop"
+	;;
+esac

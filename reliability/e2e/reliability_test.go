@@ -1,0 +1,51 @@
+// Package e2e runs the failure scenarios (issue 7) against every stage from
+// 04 on: operator killed mid-batch, API server and etcd restarted, a poison
+// object, a conflict storm. It always runs on a kwok cluster of its own
+// (harness.MainPrivate), because it stops and starts that cluster's
+// processes.
+//
+// `make test` runs it with 30 tickets and 30 Loggers; `make chaos` with 300.
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/operator-flow/operator-flow/harness"
+	"github.com/operator-flow/operator-flow/harness/behaviour"
+)
+
+func TestMain(m *testing.M) { harness.MainPrivate(m) }
+
+// The stages that must survive every scenario, with the CRDs they run with.
+var stages = []struct{ dir, crds string }{
+	{"04-workqueue", "01-crd-yaml/crds"},
+	{"05-controller-runtime", "05-controller-runtime/config/crd"},
+	{"06-status-and-owners", "06-status-and-owners/config/crd"},
+}
+
+func TestReliability(t *testing.T) {
+	scale := 30
+	if s, err := strconv.Atoi(os.Getenv("CHAOS_SCALE")); err == nil && s > 0 {
+		scale = s
+	}
+	cfg := harness.Env().EnvConf()
+	for _, st := range stages {
+		t.Run(st.dir, func(t *testing.T) {
+			if _, err := os.Stat(harness.RepoPath(st.dir, "main.go")); err != nil {
+				t.Fatalf("stage %s has no operator (main.go): %v", st.dir, err)
+			}
+			c, err := harness.NewClients(cfg.Client().RESTConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.InstallCRDs(context.Background(), harness.RepoPath(filepath.FromSlash(st.crds))); err != nil {
+				t.Fatal(err)
+			}
+			behaviour.Reliability(t, behaviour.Stage{Package: "./" + st.dir}, scale)
+		})
+	}
+}

@@ -1,0 +1,19 @@
+# Every pinned tool version, in one place. The Makefile includes this file;
+# tools/pins_test.go fails when tools/kube/go.mod or tools/etcd/go.mod
+# disagree with it, so a bump here cannot silently build something else.
+#
+# Changing a pin and running `make tools` rebuilds only that tool.
+
+# The workshop cluster: kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl, built from k8s.io/kubernetes (tools/kube).
+KUBE_VERSION := v1.36.3
+# etcd, built through a two-line main (tools/etcd).
+ETCD_VERSION := v3.6.16
+# kwok simulates nodes and pods; kwokctl starts the cluster.
+KWOK_VERSION := v0.8.0
+# kind, for CLUSTER=kind (needs a Docker engine).
+KIND_VERSION := v0.33.0
+# controller-gen writes CRDs and RBAC from kubebuilder markers (stages 05, 06).
+CONTROLLER_GEN_VERSION := v0.23.0
+# govulncheck, for `make vulncheck` (needs the internet for its database).
+GOVULNCHECK_VERSION := v1.9.0
