@@ -122,3 +122,16 @@ func waitGone(t testing.TB, pid int, timeout time.Duration) {
 		time.Sleep(50 * time.Millisecond) // polling a local process, not the cluster
 	}
 }
+
+// ComponentLog returns the last lines of a private kwok cluster component's
+// log file: what to show when a restarted component does not come back.
+func ComponentLog(component string, lines int) string {
+	if !PrivateCluster() || os.Getenv("CLUSTER") == "kind" {
+		return "(no log file: not a private kwok cluster)"
+	}
+	b, err := os.ReadFile(RepoPath(".state", "kwok", "clusters", privateCluster, "logs", component+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	return lastLines(string(b), lines)
+}

@@ -154,10 +154,7 @@ func restarted(s Stage, component string) features.Feature {
 		Assess("the operator reconnects by itself and serves new objects", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			op := f.op
 			harness.RestartComponent(t, component, nil)
-			harness.Eventually(t, converge, "the API server to answer again", func(ctx context.Context) (bool, string, error) {
-				_, err := f.c.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-				return err == nil, fmt.Sprint(err), nil
-			})
+			f.waitAPIServerReady(t, component)
 			f.create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 2))
 			f.create(t, loggerGVR, newLogger("after", "after-restart", 5, 1))
 			f.waitTicketBooked(t, "after", "Oslo", "Bergen", 2)
@@ -167,6 +164,19 @@ func restarted(s Stage, component string) features.Feature {
 			}
 			return ctx
 		}).Feature()
+}
+
+// waitAPIServerReady waits for kube-apiserver's /readyz after component was
+// restarted, and shows the end of that component's log if it never comes.
+func (f *fixture) waitAPIServerReady(t *testing.T, component string) {
+	t.Helper()
+	harness.Eventually(t, converge, "the API server to answer /readyz again", func(ctx context.Context) (bool, string, error) {
+		_, err := f.c.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("%v\nthe last lines of %s's log:\n%s", err, component, harness.ComponentLog(component, 15)), nil
+	})
 }
 
 // poisonObject: one Logger whose Deployment the API server always refuses (a

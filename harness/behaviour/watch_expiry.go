@@ -34,17 +34,16 @@ func watchExpired(s Stage) features.Feature {
 		f *fixture
 		p *apiProxy
 	)
-	// A watch that asked to resume from a resourceVersion and was refused
-	// because that version is too old.
+	// A watch that asked to resume from a resourceVersion and was told that
+	// version is too old.
 	expiredWatch := func(r proxiedRequest) bool {
 		rv := r.query.Get("resourceVersion")
-		return r.method == http.MethodGet && r.query.Get("watch") == "true" && rv != "" && rv != "0" &&
-			r.status == http.StatusGone
+		return r.method == http.MethodGet && r.query.Get("watch") == "true" && rv != "" && rv != "0" && r.gone
 	}
 	return features.New("watches resumed from an expired resourceVersion start over").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "expiry")
-			p = newAPIProxy(t, f.c.Config)
+			p = newAPIProxy(t, operatorIdentity(t, f))
 			f.kubeconfig = p.kubeconfig
 			f.start(t)
 			f.create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
@@ -56,10 +55,7 @@ func watchExpired(s Stage) features.Feature {
 			// The test's own client does not go through the proxy.
 			f.create(t, ticketGVR, newTicket("while-away", "Oslo", "Bergen", 2))
 			harness.RestartComponent(t, "kube-apiserver", nil)
-			harness.Eventually(t, converge, "the API server to answer again", func(ctx context.Context) (bool, string, error) {
-				_, err := f.c.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-				return err == nil, fmt.Sprint(err), nil
-			})
+			f.waitAPIServerReady(t, "kube-apiserver")
 			p.reconnect()
 			harness.Eventually(t, converge, "a watch refused with 410 Gone", func(context.Context) (bool, string, error) {
 				n := len(p.requests(expiredWatch))

@@ -1,6 +1,7 @@
 // Package e2e runs the failure scenarios (issue 7) against every stage from
 // 04 on: operator killed mid-batch, API server and etcd restarted, a poison
-// object, a conflict storm. It always runs on a kwok cluster of its own
+// object, a conflict storm; and the watch-expiry scenario against every
+// stage from 02 on. It always runs on a kwok cluster of its own
 // (harness.MainPrivate), because it stops and starts that cluster's
 // processes.
 //
@@ -27,25 +28,47 @@ var stages = []struct{ dir, crds string }{
 	{"06-status-and-owners", "06-status-and-owners/config/crd"},
 }
 
+// Watch expiry is the one scenario stages 02 and 03 must survive too: 02
+// handles 410 Gone by hand, 03 has client-go's reflector do it.
+var expiryStages = append([]struct{ dir, crds string }{
+	{"02-raw-watch", "01-crd-yaml/crds"},
+	{"03-informer-cache", "01-crd-yaml/crds"},
+}, stages...)
+
 func TestReliability(t *testing.T) {
 	scale := 30
 	if s, err := strconv.Atoi(os.Getenv("CHAOS_SCALE")); err == nil && s > 0 {
 		scale = s
 	}
-	cfg := harness.Env().EnvConf()
 	for _, st := range stages {
 		t.Run(st.dir, func(t *testing.T) {
-			if _, err := os.Stat(harness.RepoPath(st.dir, "main.go")); err != nil {
-				t.Fatalf("stage %s has no operator (main.go): %v", st.dir, err)
-			}
-			c, err := harness.NewClients(cfg.Client().RESTConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.InstallCRDs(context.Background(), harness.RepoPath(filepath.FromSlash(st.crds))); err != nil {
-				t.Fatal(err)
-			}
+			installCRDs(t, st.dir, st.crds)
 			behaviour.Reliability(t, behaviour.Stage{Package: "./" + st.dir}, scale)
 		})
+	}
+}
+
+func TestWatchExpiry(t *testing.T) {
+	for _, st := range expiryStages {
+		t.Run(st.dir, func(t *testing.T) {
+			installCRDs(t, st.dir, st.crds)
+			behaviour.WatchExpiry(t, behaviour.Stage{Package: "./" + st.dir})
+		})
+	}
+}
+
+// installCRDs (re)installs the CRDs a stage runs with; stage 06's differ from
+// the others' (status subresource).
+func installCRDs(t *testing.T, dir, crds string) {
+	t.Helper()
+	if _, err := os.Stat(harness.RepoPath(dir, "main.go")); err != nil {
+		t.Fatalf("stage %s has no operator (main.go): %v", dir, err)
+	}
+	c, err := harness.NewClients(harness.Env().EnvConf().Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InstallCRDs(context.Background(), harness.RepoPath(filepath.FromSlash(crds))); err != nil {
+		t.Fatal(err)
 	}
 }
