@@ -23,6 +23,10 @@ func TestRBACDoesNotGrow(t *testing.T) {
 			// Create, repair and clean up Loggers' Deployments; the cache
 			// lists and watches them (no get: reads come from the cache).
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "delete", "list", "update", "watch"}},
+			// The metrics endpoint asks the API server who a caller is and
+			// whether they may read /metrics (metricsOptions in main.go).
+			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 			// Watch Loggers; patch writes their status.
 			{APIGroups: []string{"example.com"}, Resources: []string{"loggers"}, Verbs: []string{"list", "patch", "watch"}},
 			// Watch tickets; patch writes the booking.

@@ -25,6 +25,10 @@ func TestRBACDoesNotGrow(t *testing.T) {
 			// watches them (no get: reads come from the cache). No delete:
 			// the garbage collector deletes them.
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "list", "update", "watch"}},
+			// The metrics endpoint asks the API server who a caller is and
+			// whether they may read /metrics (metricsOptions in main.go).
+			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 			// Booked, Created, Updated, Deleted, Failed.
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// Watch Loggers; nothing writes to a Logger but its status.
