@@ -31,3 +31,5 @@ func TestBehaviour(t *testing.T) { behaviour.Run(t, stage) }
 func TestRetryWithBackoff(t *testing.T) { behaviour.Retry(t, stage) }
 
 func TestParallelWorkers(t *testing.T) { behaviour.Parallel(t, stage) }
+
+func TestGracefulShutdown(t *testing.T) { behaviour.GracefulShutdown(t, stage) }
