@@ -23,14 +23,13 @@ func TestMain(m *testing.M) { harness.Main(m, "06-status-and-owners/config/crd")
 // ledger is the watched namespace (the default without --ledger-namespace),
 // so each check's seat holds go with its namespace.
 var stage = behaviour.Stage{
-	Package:           "./06-status-and-owners",
-	Args:              []string{"--metrics-bind-address=0", "--health-probe-bind-address=0"},
-	RepairsDrift:      true,
-	CachedReads:       true,
-	Retries:           true,
-	StatusSubresource: true,
-	GarbageCollected:  true,
-	TicketFinalizer:   true,
+	Package:          "./06-status-and-owners",
+	Args:             []string{"--metrics-bind-address=0", "--health-probe-bind-address=0"},
+	RepairsDrift:     true,
+	CachedReads:      true,
+	Retries:          true,
+	GarbageCollected: true,
+	TicketFinalizer:  true,
 }
 
 func TestBehaviour(t *testing.T) { behaviour.Run(t, stage) }

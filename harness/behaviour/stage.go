@@ -29,8 +29,6 @@ type Stage struct {
 	// Retries: a write that failed is retried with backoff until it succeeds
 	// (stages 04 to 06).
 	Retries bool
-	// StatusSubresource: status is written through /status (stage 06).
-	StatusSubresource bool
 	// GarbageCollected: a Logger's Deployment carries an owner reference and
 	// is removed by the garbage collector, even while the operator is stopped
 	// (stage 06).

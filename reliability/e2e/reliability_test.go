@@ -21,18 +21,32 @@ import (
 
 func TestMain(m *testing.M) { harness.MainPrivate(m) }
 
+// stageRun is a stage as these scenarios run it: where its operator is, the
+// CRDs it runs with, and how the shared suite must treat it.
+type stageRun struct {
+	dir, crds string
+	stage     behaviour.Stage
+}
+
+// noEndpoints switches the metrics and health endpoints of stages 05 and 06
+// off: their default ports may be taken by a lab operator on the same
+// machine, and nothing here reads them.
+var noEndpoints = []string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}
+
 // The stages that must survive every scenario, with the CRDs they run with.
-var stages = []struct{ dir, crds string }{
-	{"04-workqueue", "01-crd-yaml/crds"},
-	{"05-controller-runtime", "05-controller-runtime/config/crd"},
-	{"06-status-and-owners", "06-status-and-owners/config/crd"},
+var stages = []stageRun{
+	{"04-workqueue", "01-crd-yaml/crds", behaviour.Stage{Package: "./04-workqueue"}},
+	{"05-controller-runtime", "05-controller-runtime/config/crd", behaviour.Stage{Package: "./05-controller-runtime", Args: noEndpoints}},
+	// Stage 06's tickets carry a finalizer: the suite has an operator
+	// release them before a scenario's namespace is deleted.
+	{"06-status-and-owners", "06-status-and-owners/config/crd", behaviour.Stage{Package: "./06-status-and-owners", Args: noEndpoints, TicketFinalizer: true}},
 }
 
 // Watch expiry is the one scenario stages 02 and 03 must survive too: 02
 // handles 410 Gone by hand, 03 has client-go's reflector do it.
-var expiryStages = append([]struct{ dir, crds string }{
-	{"02-raw-watch", "01-crd-yaml/crds"},
-	{"03-informer-cache", "01-crd-yaml/crds"},
+var expiryStages = append([]stageRun{
+	{"02-raw-watch", "01-crd-yaml/crds", behaviour.Stage{Package: "./02-raw-watch"}},
+	{"03-informer-cache", "01-crd-yaml/crds", behaviour.Stage{Package: "./03-informer-cache"}},
 }, stages...)
 
 func TestReliability(t *testing.T) {
@@ -43,7 +57,7 @@ func TestReliability(t *testing.T) {
 	for _, st := range stages {
 		t.Run(st.dir, func(t *testing.T) {
 			installCRDs(t, st.dir, st.crds)
-			behaviour.Reliability(t, behaviour.Stage{Package: "./" + st.dir}, scale)
+			behaviour.Reliability(t, st.stage, scale)
 		})
 	}
 }
@@ -52,7 +66,7 @@ func TestWatchExpiry(t *testing.T) {
 	for _, st := range expiryStages {
 		t.Run(st.dir, func(t *testing.T) {
 			installCRDs(t, st.dir, st.crds)
-			behaviour.WatchExpiry(t, behaviour.Stage{Package: "./" + st.dir})
+			behaviour.WatchExpiry(t, st.stage)
 		})
 	}
 }
