@@ -105,12 +105,21 @@ func newAPIProxy(t *testing.T, cfg *rest.Config) *apiProxy {
 		}
 		if p.slow != nil && p.slow(r) {
 			// Simulated latency: the request is held for slowBy (or until
-			// the client gives up), then forwarded.
+			// the client gives up), then forwarded. The body is read first:
+			// only once it is consumed does net/http watch the connection,
+			// and cancel the request's context when the client goes away.
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			p.enter()
 			defer p.leave()
 			select {
 			case <-time.After(p.slowBy):
 			case <-r.Context().Done():
+				return // the client is gone: nothing to forward
 			}
 		}
 		rp.ServeHTTP(w, r.WithContext(ctx))
