@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -18,6 +19,10 @@ func TestSharedInformersSaveWatchesAndCopies(t *testing.T) {
 	const tickets = 200
 	c, err := harness.NewClients(harness.Env().EnvConf().Client().RESTConfig())
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The demo uses stage 03's typed client, on lab 3's CRDs.
+	if err := c.InstallCRDs(context.Background(), harness.RepoPath("01-crd-yaml", "crds")); err != nil {
 		t.Fatal(err)
 	}
 	ns := c.Namespace(t, "informers")
