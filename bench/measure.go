@@ -122,14 +122,20 @@ func (o *operator) log() string {
 }
 
 // counts asks the operator for its apicount summary (SIGUSR1) and waits until
-// a new one appears in its log.
+// a new one appears in its log. Until the operator has called apicount.New
+// (just after it starts), Go ignores SIGUSR1, so the signal is sent again
+// every second until a summary comes.
 func (o *operator) counts() (Requests, error) {
 	before := strings.Count(o.log(), "api-requests total=")
-	if err := o.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		return nil, fmt.Errorf("signalling the operator: %w", err)
-	}
 	deadline := time.Now().Add(10 * time.Second)
+	var signalled time.Time
 	for time.Now().Before(deadline) {
+		if time.Since(signalled) >= time.Second {
+			if err := o.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+				return nil, fmt.Errorf("signalling the operator: %w", err)
+			}
+			signalled = time.Now()
+		}
 		out := o.log()
 		if strings.Count(out, "api-requests total=") > before {
 			counts, _ := apicount.ParseSummary(out)
