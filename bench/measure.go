@@ -44,7 +44,13 @@ func (r Requests) Sum(keep func(apicount.Key) bool) int {
 	return n
 }
 
-func isWrite(k apicount.Key) bool { return k.IsWrite() }
+// isWrite: a write to the workload's objects or to what the operator keeps
+// for them. Events are counted apart (isEvent): they are a report to people,
+// not work on the objects, and an operator may record as many as it likes.
+func isWrite(k apicount.Key) bool { return k.IsWrite() && !isEvent(k) }
+
+// isEvent: an Event recorded (core or events.k8s.io).
+func isEvent(k apicount.Key) bool { return k.IsWrite() && k.Resource == "events" }
 
 // isGet: a GET of one object (not discovery, not /version and the like).
 func isGet(k apicount.Key) bool {

@@ -53,25 +53,29 @@ func markdown(results []StageResult, f floors, n, m int, took time.Duration) str
 	fmt.Fprintf(&b, "Floors, measured in the same run: **Loggers %.1f s** (their Deployments applied straight to the cluster), **tickets %.1f s** (a minimal client that creates each ticket and writes its status once).\n\n",
 		f.Loggers.Seconds(), f.Tickets.Seconds())
 
-	b.WriteString("| stage | create: tickets | create: Loggers | edit | delete | requests / object | writes / bound | GETs / object | idle-pass writes | peak RSS | CPU |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| stage | create: tickets | create: Loggers | edit | delete | requests / object | writes / bound | Events | GETs / object | idle-pass writes | peak RSS | CPU |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		c := r.phase("create")
 		tot := r.total()
-		total, _, writes := apicount.Totals(map[apicount.Key]int(tot))
+		total, _, _ := apicount.Totals(map[apicount.Key]int(tot))
+		writes := tot.Sum(isWrite)
 		idle := fmt.Sprint(r.IdleWrites)
 		if r.IdleWrites < 0 {
-			idle = "not measured¹"
+			idle = "not measured"
 		}
-		fmt.Fprintf(&b, "| %s | %.1f s (%.2f×) | %.1f s (%.2f×) | %.1f s | %.1f s | %.2f | %d / %d (%.2f×) | %.2f | %s | %.0f MiB | %.1f s |\n",
+		if r.IdleNote != "" {
+			idle += "¹"
+		}
+		fmt.Fprintf(&b, "| %s | %.1f s (%.2f×) | %.1f s (%.2f×) | %.1f s | %.1f s | %.2f | %d / %d (%.2f×) | %d | %.2f | %s | %.0f MiB | %.1f s |\n",
 			r.Stage,
 			c.Tickets.Seconds(), ratio(c.Tickets, f.Tickets),
 			c.Loggers.Seconds(), ratio(c.Loggers, f.Loggers),
 			r.phase("edit").Both.Seconds(), r.phase("delete").Both.Seconds(),
-			float64(total)/objects, writes, r.bound(), float64(writes)/float64(r.bound()),
+			float64(total)/objects, writes, r.bound(), float64(writes)/float64(r.bound()), tot.Sum(isEvent),
 			float64(tot.Sum(isGet))/objects, idle, r.PeakMiB, r.CPU.Seconds())
 	}
-	b.WriteString("\n(×) is the time divided by the floor. *requests / object*: everything the operator sent over the three phases, per FlightTicket or Logger. *writes / bound*: its creates, updates, patches and deletes against the fewest any operator needs (create: one status write per ticket, one Deployment and one status write per Logger; edit: one status write per ticket and one Deployment update per Logger; delete: one Deployment delete per Logger).\n")
+	b.WriteString("\n(×) is the time divided by the floor. *requests / object*: everything the operator sent over the three phases, per FlightTicket or Logger. *writes / bound*: its creates, updates, patches and deletes, Events left out, against the fewest any operator with the stage's behaviour needs (create: one status write per ticket, one Deployment and one status write per Logger; edit: one status write per ticket and one Deployment update per Logger; delete: one Deployment delete per Logger; with stage 06's seat ledger also a finalizer and a seat hold per ticket on create, a hold update on edit, and a hold delete and the finalizer's removal on delete, while the garbage collector deletes the Deployments). *Events*: the Events it recorded, a report to people rather than work on the objects.\n")
 	for _, r := range results {
 		if r.IdleNote != "" {
 			fmt.Fprintf(&b, "\n¹ %s: %s\n", r.Stage, r.IdleNote)
@@ -125,7 +129,8 @@ func writeJSON(path string, results []StageResult, f floors, n, m int) error {
 	s.FloorSeconds.Tickets, s.FloorSeconds.Loggers = f.Tickets.Seconds(), f.Loggers.Seconds()
 	for _, r := range results {
 		tot := r.total()
-		total, _, writes := apicount.Totals(map[apicount.Key]int(tot))
+		total, _, _ := apicount.Totals(map[apicount.Key]int(tot))
+		writes := tot.Sum(isWrite)
 		c := r.phase("create")
 		s.Stages = append(s.Stages, stageJSON{
 			Stage: r.Stage, CreateTicketsSeconds: c.Tickets.Seconds(), CreateLoggersSeconds: c.Loggers.Seconds(),

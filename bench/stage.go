@@ -19,6 +19,10 @@ import (
 type stage struct {
 	Dir  string // e.g. "03-informer-cache"
 	CRDs string // folder of the CRDs it runs with
+	// SeatLedger: the stage books seats in a ledger outside the ticket's
+	// namespace, guarded by a finalizer, and leaves Deployments to the
+	// garbage collector (stage 06). Its lower bound has those writes too.
+	SeatLedger bool
 }
 
 // stages finds the operator stages among numbers like "2,3,4".
@@ -43,7 +47,8 @@ func stages(root string, numbers []string) ([]stage, error) {
 		if _, err := os.Stat(filepath.Join(root, dir, "config", "crd")); err == nil {
 			crds = filepath.Join(root, dir, "config", "crd")
 		}
-		out = append(out, stage{Dir: dir, CRDs: crds})
+		_, ledgerErr := os.Stat(filepath.Join(root, dir, "internal", "controller", "seat_ledger.go"))
+		out = append(out, stage{Dir: dir, CRDs: crds, SeatLedger: ledgerErr == nil})
 	}
 	return out, nil
 }
@@ -129,6 +134,7 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 	}
 	defer obs.stop()
 
+	bound := writeBound(st, e.n, e.m)
 	phases := []struct {
 		name   string
 		act    func() error
@@ -136,7 +142,7 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 		ticket func() (bool, string)
 		logger func() (bool, string)
 	}{
-		{"create", func() error { return createAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, e.n + 2*e.m,
+		{"create", func() error { return createAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, bound.create,
 			func() (bool, string) {
 				d := obs.ticketsDone(seatsBefore)
 				return d == e.n, fmt.Sprintf("%d/%d tickets booked", d, e.n)
@@ -145,7 +151,7 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 				d := obs.loggersDone(intervalBefore)
 				return d == e.m, fmt.Sprintf("%d/%d Loggers available", d, e.m)
 			}},
-		{"edit", func() error { return editAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, e.n + e.m,
+		{"edit", func() error { return editAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, bound.edit,
 			func() (bool, string) {
 				d := obs.ticketsDone(seatsAfter)
 				return d == e.n, fmt.Sprintf("%d/%d tickets rebooked", d, e.n)
@@ -154,7 +160,7 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 				d := obs.loggersDone(intervalAfter)
 				return d == e.m, fmt.Sprintf("%d/%d Loggers rolled out", d, e.m)
 			}},
-		{"delete", func() error { return deleteAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, e.m,
+		{"delete", func() error { return deleteAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, bound.delete,
 			func() (bool, string) {
 				n := len(obs.tickets.ListKeys())
 				return n == 0, fmt.Sprintf("%d tickets left", n)
@@ -226,6 +232,28 @@ func (e *benchEnv) phase(op *operator, name string, bound int, act func() error,
 	return r, nil
 }
 
+// phaseBounds are the fewest writes any operator with a stage's behaviour
+// needs, per phase.
+type phaseBounds struct{ create, edit, delete int }
+
+// writeBound derives the lower bound of writes for n tickets and m Loggers.
+// Every stage: a status write per ticket and, per Logger, a Deployment
+// create and a status write (create); a status write per ticket and a
+// Deployment update per Logger (edit); a Deployment delete per Logger
+// (delete). A stage with a seat ledger also adds the finalizer and applies
+// the hold on create, updates the hold on edit, and on delete deletes the
+// hold and removes the finalizer, while the garbage collector, not the
+// operator, deletes the Deployments.
+func writeBound(st stage, n, m int) phaseBounds {
+	b := phaseBounds{create: n + 2*m, edit: n + m, delete: m}
+	if st.SeatLedger {
+		b.create += 2 * n
+		b.edit += n
+		b.delete = 2 * n
+	}
+	return b
+}
+
 // idlePass stops the operator and starts a new one on the converged objects.
 // The new one must look at every object (operators log "in sync" for each
 // object they examined and left alone) and write nothing.
@@ -233,25 +261,46 @@ func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage
 	mib, cpu := op.usage()
 	res.PeakMiB, res.CPU = max(res.PeakMiB, mib), res.CPU+cpu
 	op.stop()
-	op, err := startOperator(bin, filepath.Join(e.logs, st.Dir+"-idle.log"), args...)
-	if err != nil {
-		return nil, err
-	}
+	// A first restart may find a write its predecessor had not made yet
+	// (stage 06's Logger conditions keep moving for a moment after the
+	// Deployment is rolled out; a status-only change brings no second
+	// reconcile, so that object logs no "in sync"). That is unfinished
+	// work, not an idle pass: it is reported, and a second restart measures
+	// the idle pass.
 	want := e.n + e.m
-	_, err = waitFor(e.ctx, time.Now(), 2*time.Minute, "idle pass", func() (bool, string) {
-		got := strings.Count(op.log(), "in sync")
-		return got >= want, fmt.Sprintf(`%d of %d objects logged "in sync"`, got, want)
-	})
-	if err != nil {
-		res.IdleNote = err.Error()
-		return op, nil
+	firstWrites := -1
+	for attempt := 1; ; attempt++ {
+		var err error
+		op, err = startOperator(bin, filepath.Join(e.logs, fmt.Sprintf("%s-idle-%d.log", st.Dir, attempt)), args...)
+		if err != nil {
+			return nil, err
+		}
+		timeout := 2 * time.Minute
+		if attempt == 1 {
+			timeout = 30 * time.Second
+		}
+		_, waitErr := waitFor(e.ctx, time.Now(), timeout, "idle pass", func() (bool, string) {
+			got := strings.Count(op.log(), "in sync")
+			return got >= want, fmt.Sprintf(`%d of %d objects logged "in sync"`, got, want)
+		})
+		counts, err := op.counts()
+		if err != nil {
+			return op, err
+		}
+		switch {
+		case waitErr == nil:
+			res.IdleWrites = counts.Sum(isWrite)
+			if firstWrites >= 0 {
+				res.IdleNote = fmt.Sprintf("measured on a second restart: the first made %d writes its predecessor had left to do, and so did not log \"in sync\" for every object", firstWrites)
+			}
+			return op, nil
+		case attempt == 2:
+			res.IdleNote = waitErr.Error()
+			return op, nil
+		}
+		firstWrites = counts.Sum(isWrite)
+		op.stop()
 	}
-	counts, err := op.counts()
-	if err != nil {
-		return op, err
-	}
-	res.IdleWrites = counts.Sum(isWrite)
-	return op, nil
 }
 
 func tail(s string, n int) string {
