@@ -19,23 +19,24 @@ var (
 	grey   = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
 )
 
-// chart draws two panels side by side: the operator's requests per object
-// (with the lower bound of writes as a line), and the create phase's time to
-// converge as a multiple of the floor.
-func chart(results []StageResult, f floors, path string) error {
+// chart draws two panels side by side: the operator's requests per object,
+// next to its writes and the stage's lower bound of writes, and the create
+// phase's time to converge as a multiple of the floor. objects is the
+// number of tickets plus Loggers in the workload.
+func chart(results []StageResult, f floors, objects float64, path string) error {
 	names := make([]string, len(results))
 	perObject := make(plotter.Values, len(results))
 	writes := make(plotter.Values, len(results))
 	ticketRatio := make(plotter.Values, len(results))
 	loggerRatio := make(plotter.Values, len(results))
-	var bound float64
+	bound := make(plotter.Values, len(results))
 	for i, r := range results {
 		names[i] = r.Stage[:2]
 		tot := r.total()
-		total, _, w := apicount.Totals(map[apicount.Key]int(tot))
-		perObject[i] = float64(total) / objectsOf(r)
-		writes[i] = float64(w) / objectsOf(r)
-		bound = float64(r.bound()) / objectsOf(r)
+		total, _, _ := apicount.Totals(map[apicount.Key]int(tot))
+		perObject[i] = float64(total) / objects
+		writes[i] = float64(tot.Sum(isWrite)) / objects
+		bound[i] = float64(r.bound()) / objects
 		c := r.phase("create")
 		ticketRatio[i] = ratio(c.Tickets, f.Tickets)
 		loggerRatio[i] = ratio(c.Loggers, f.Loggers)
@@ -44,13 +45,8 @@ func chart(results []StageResult, f floors, path string) error {
 	left := plot.New()
 	left.Title.Text = "API requests per object (operator)"
 	left.Y.Label.Text = "requests / object"
-	if err := groupedBars(left, names, []plotter.Values{perObject, writes}, []string{"all requests", "writes"}); err != nil {
+	if err := groupedBars(left, names, []plotter.Values{perObject, writes, bound}, []string{"all requests", "writes (Events left out)", "lower bound of writes"}); err != nil {
 		return err
-	}
-	if line, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: bound}, {X: float64(len(names)) - 0.5, Y: bound}}); err == nil {
-		line.Color, line.Dashes = grey, []vg.Length{vg.Points(4), vg.Points(3)}
-		left.Add(line)
-		left.Legend.Add("lower bound of writes", line)
 	}
 
 	right := plot.New()
@@ -80,15 +76,9 @@ func chart(results []StageResult, f floors, path string) error {
 	return err
 }
 
-// objectsOf is the number of tickets plus Loggers in the workload, which the
-// create phase's bound encodes as n + 2m and the edit phase's as n + m.
-func objectsOf(r StageResult) float64 {
-	return float64(r.phase("edit").Bound)
-}
-
 func groupedBars(p *plot.Plot, names []string, series []plotter.Values, labels []string) error {
 	w := vg.Points(18)
-	colors := []color.Color{blue, orange}
+	colors := []color.Color{blue, orange, grey}
 	for i, vals := range series {
 		bars, err := plotter.NewBarChart(vals, w)
 		if err != nil {

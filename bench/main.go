@@ -121,7 +121,7 @@ func run(kubeconfig string, n, m int, numbers []string, out string, memory bool)
 	if len(results) == 0 {
 		return nil
 	}
-	return chart(results, f, filepath.Join(out, "latest.png"))
+	return chart(results, f, float64(n+m), filepath.Join(out, "latest.png"))
 }
 
 // measure runs a floor in a namespace of its own.
