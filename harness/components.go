@@ -112,8 +112,13 @@ func waitGone(t testing.TB, pid int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for syscall.Kill(pid, 0) == nil {
-		// A zombie still answers kill(0); its /proc state says Z.
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") {
+		// A zombie still answers kill(0); its /proc state says Z. But the
+		// main thread of a multi-threaded process turns Z as soon as it
+		// exits itself, while its other threads still run and its files
+		// (the listening socket among them) are still open: a restart
+		// then fails with "address already in use". Gone means no thread
+		// but the zombie main thread is left.
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") && threads(pid) <= 1 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -134,4 +139,14 @@ func ComponentLog(component string, lines int) string {
 		return err.Error()
 	}
 	return lastLines(string(b), lines)
+}
+
+// threads counts a process's threads (its entries in /proc/PID/task); 0 when
+// the process is gone.
+func threads(pid int) int {
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	return len(entries)
 }
