@@ -71,29 +71,6 @@ build_operator() {
 	(cd "$ROOT" && go build -o "$STATE/lab/operator-${dir%%-*}" "./$dir")
 }
 
-# reset_samples NS: every lab starts from fresh samples, so that what it shows
-# is this stage's work, not what the previous lab's operator left (lab 1
-# after lab 3 would otherwise show tickets Booked with no operator running).
-# The previous operator still runs here, so a stage 06 ticket's finalizer
-# can give its seats back, and its Deployments are deleted by the garbage
-# collector or by the operator; what is left over goes by label.
-reset_samples() {
-	local ns=$1
-	kubectl get namespace "$ns" >/dev/null 2>&1 || return 0
-	[[ -n $(kubectl -n "$ns" get flighttickets,loggers -o name 2>/dev/null) ]] || return 0
-	say "deleting the previous lab's tickets and Loggers in namespace '$ns'"
-	if ! kubectl -n "$ns" delete flighttickets,loggers --all --wait --timeout=30s >/dev/null 2>&1; then
-		# Tickets of stage 06 wait for its operator to release their seats.
-		# With none running (make lab-stop came first), let them go; the
-		# holds stay in the ledger namespace (labs/06-status-and-owners.md,
-		# Troubleshooting).
-		say "no stage 06 operator released the tickets' seats: removing their finalizers"
-		kubectl -n "$ns" get flighttickets -o name | xargs -r -n1 kubectl -n "$ns" patch --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
-		kubectl -n "$ns" delete flighttickets,loggers --all --wait --timeout=30s >/dev/null
-	fi
-	kubectl -n "$ns" delete deployments -l app.kubernetes.io/managed-by=operator-flow --ignore-not-found >/dev/null
-}
-
 # wait_converged NS: every FlightTicket Booked and every Logger Available.
 wait_converged() {
 	local ns=$1
@@ -115,7 +92,6 @@ lab)
 	n=${2:?usage: lab.sh lab N}
 	dir=$(stage_dir "$n")
 	ns=lab
-	reset_samples "$ns"
 	stop_operator
 	install_crds "$dir"
 	kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null

@@ -109,20 +109,19 @@ func (f *fixture) restartInSync(t *testing.T, names ...string) *harness.Operator
 			if op.Exited() {
 				return false, "", fmt.Errorf("the operator exited:\n%s", summary(op))
 			}
+			// A write counts even when "in sync" follows it (its echo
+			// prompted another look): that operator was not idle.
+			if now := f.versions(t); !maps.Equal(now, before) {
+				wrote = true
+				return true, "", nil
+			}
 			missing := []string{}
 			for _, name := range names {
 				if op.CountLog("in sync", f.ns+"/"+name) == 0 {
 					missing = append(missing, name)
 				}
 			}
-			if len(missing) == 0 {
-				return true, "", nil
-			}
-			if now := f.versions(t); !maps.Equal(now, before) {
-				wrote = true
-				return true, "", nil
-			}
-			return false, fmt.Sprintf("no \"in sync\" yet for %v", missing), nil
+			return len(missing) == 0, fmt.Sprintf("no \"in sync\" yet for %v", missing), nil
 		})
 		if !wrote {
 			return op
