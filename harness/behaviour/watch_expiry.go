@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -31,8 +33,9 @@ func WatchExpiry(t *testing.T, s Stage) {
 // operator must LIST again, and so find the ticket it never got an event for.
 func watchExpired(s Stage) features.Feature {
 	var (
-		f *fixture
-		p *apiProxy
+		f           *fixture
+		p           *apiProxy
+		reconnected time.Time
 	)
 	// A watch that asked to resume from a resourceVersion and was told that
 	// version is too old.
@@ -57,6 +60,7 @@ func watchExpired(s Stage) features.Feature {
 			harness.RestartComponent(t, "kube-apiserver", nil)
 			f.waitAPIServerReady(t, "kube-apiserver")
 			p.reconnect()
+			reconnected = time.Now()
 			harness.Eventually(t, converge, "a watch refused with 410 Gone", func(context.Context) (bool, string, error) {
 				n := len(p.requests(expiredWatch))
 				return n > 0, fmt.Sprintf("%d so far", n), nil
@@ -65,6 +69,26 @@ func watchExpired(s Stage) features.Feature {
 			return ctx
 		}).
 		Assess("objects created afterwards converge, with no restart of the operator", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// Each watch comes back on its own schedule: after failed
+			// attempts client-go's reflector waits up to 30 s, and jitter
+			// can double that. Only once every kind the operator watched
+			// before is watched again does, say, a Deployment turning
+			// Available reach it.
+			watch := func(r proxiedRequest) bool { return r.query.Get("watch") == "true" }
+			watched := map[string]bool{}
+			for _, r := range p.requests(watch) {
+				if r.start.Before(reconnected) {
+					watched[path.Base(r.path)] = true
+				}
+			}
+			for resource := range watched {
+				harness.Eventually(t, 2*converge, "the operator to watch "+resource+" again", func(context.Context) (bool, string, error) {
+					n := len(p.requests(func(r proxiedRequest) bool {
+						return watch(r) && r.status == http.StatusOK && path.Base(r.path) == resource && r.start.After(reconnected)
+					}))
+					return n > 0, "no watch answered 200 since the reconnect", nil
+				})
+			}
 			f.create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 3))
 			f.create(t, loggerGVR, newLogger("after", "after-expiry", 5, 1))
 			f.waitTicketBooked(t, "after", "Oslo", "Bergen", 3)
