@@ -245,6 +245,12 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, seen, err := cond(ctx)
+		if deadline, ok := ctx.Deadline(); err != nil && ok && time.Until(deadline) < time.Second {
+			// The timeout ran out during this attempt (client-go refuses to
+			// start a request it cannot finish in time): what the previous
+			// attempt saw says more than this error.
+			return false, nil
+		}
 		last = seen
 		return ok, err
 	})

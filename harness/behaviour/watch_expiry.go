@@ -92,6 +92,7 @@ func watchExpired(s Stage) features.Feature {
 			f.create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 3))
 			f.create(t, loggerGVR, newLogger("after", "after-expiry", 5, 1))
 			f.waitTicketBooked(t, "after", "Oslo", "Bergen", 3)
+			f.waitAvailableAfterRestart(t, "after")
 			f.waitLoggerState(t, "after", stateAvailable)
 			if f.op.Exited() {
 				t.Errorf("the operator exited; it must recover by itself:\n%s", summary(f.op))
