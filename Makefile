@@ -195,6 +195,10 @@ BENCH_STAGES ?= 2,3,4,5,6
 bench: tools ## The same workload on every stage (N tickets, M Loggers): table + chart in bench/results/.
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages $(BENCH_STAGES)'
 
+.PHONY: bench-loggers
+bench-loggers: tools ## The Logger targets' size: 200 Loggers (and N tickets) on stages 04 and 06, in bench/results/loggers-200/.
+	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers 200 --stages 4,6 --out bench/results/loggers-200'
+
 TICKETS ?= 10000
 
 .PHONY: bench-memory

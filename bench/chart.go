@@ -38,7 +38,7 @@ func chart(results []StageResult, f floors, objects float64, path string) error 
 		writes[i] = float64(tot.Sum(isWrite)) / objects
 		bound[i] = float64(r.bound()) / objects
 		c := r.phase("create")
-		ticketRatio[i] = ratio(c.Tickets, f.Tickets)
+		ticketRatio[i] = ratio(c.Tickets, r.ticketFloor(f))
 		loggerRatio[i] = ratio(c.Loggers, f.Loggers)
 	}
 

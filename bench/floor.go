@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/operator-flow/operator-flow/harness"
 )
@@ -45,20 +47,43 @@ func loggerFloor(ctx context.Context, c *harness.Clients, ns string, m int) (tim
 }
 
 // ticketFloor creates n tickets and books each one right after creating it,
-// with one status write per ticket: what an operator with zero latency and no
-// overhead would send.
-func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int) (time.Duration, error) {
+// with the lower bound's writes and nothing else: what an operator with zero
+// latency and no overhead would send. That is one status write per ticket.
+// With ledger (stage 06) it is also what booking costs there before the
+// status: the finalizer, then the seat hold, so that 06's time is compared
+// with a minimal client doing the same three writes.
+func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledger bool) (time.Duration, error) {
 	o, err := observe(ctx, c.Dynamic, ns)
 	if err != nil {
 		return 0, err
 	}
 	defer o.stop()
 	r := c.Dynamic.Resource(ticketsGVR).Namespace(ns)
+	if ledger {
+		// Untimed: without its finalizer no ticket, and so not the
+		// namespace, could be deleted afterwards.
+		defer parallel(n, func(i int) error {
+			_, err := r.Patch(context.Background(), ticket(i).GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			return err
+		})
+	}
 	start := time.Now()
 	err = parallel(n, func(i int) error {
 		t, err := r.Create(ctx, ticket(i), metav1.CreateOptions{})
 		if err != nil {
 			return err
+		}
+		if ledger {
+			if t, err = r.Patch(ctx, t.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+floorFinalizer+`"]}}`), metav1.PatchOptions{}); err != nil {
+				return err
+			}
+			// The hold, as 06 applies it: one ConfigMap per ticket.
+			hold := corev1ac.ConfigMap(t.GetName(), ns).WithData(map[string]string{
+				"ticket": ns + "/" + t.GetName(), "from": "Amsterdam", "to": "Lisbon", "seats": fmt.Sprint(seatsBefore),
+			})
+			if _, err := c.Kube.CoreV1().ConfigMaps(ns).Apply(ctx, hold, metav1.ApplyOptions{FieldManager: "bench-floor", Force: true}); err != nil {
+				return err
+			}
 		}
 		unstructured.SetNestedField(t.Object, "Booked", "status", "phase")
 		unstructured.SetNestedField(t.Object, fmt.Sprintf("Booked %d seat(s) from Amsterdam to Lisbon", seatsBefore), "status", "message")
@@ -78,6 +103,9 @@ func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int) (tim
 		return done == n, fmt.Sprintf("%d/%d tickets booked", done, n)
 	})
 }
+
+// floorFinalizer stands for 06's finalizer on the floor's tickets.
+const floorFinalizer = "bench.operator-flow.dev/floor"
 
 // floorDeployment is the Deployment docs/behaviour.md says a Logger gets.
 func floorDeployment(i int) *unstructured.Unstructured {

@@ -92,7 +92,7 @@ func run(kubeconfig string, n, m int, numbers []string, out string, memory bool)
 	if f.Loggers, err = e.measure(func(ns string) (time.Duration, error) { return loggerFloor(ctx, c, ns, m) }); err != nil {
 		return fmt.Errorf("logger floor: %w", err)
 	}
-	if f.Tickets, err = e.measure(func(ns string) (time.Duration, error) { return ticketFloor(ctx, c, ns, n) }); err != nil {
+	if f.Tickets, err = e.measure(func(ns string) (time.Duration, error) { return ticketFloor(ctx, c, ns, n, false) }); err != nil {
 		return fmt.Errorf("ticket floor: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, ">> floors: loggers %.1fs, tickets %.1fs\n", f.Loggers.Seconds(), f.Tickets.Seconds())

@@ -130,7 +130,10 @@ func (o *operator) log() string {
 // counts asks the operator for its apicount summary (SIGUSR1) and waits until
 // a new one appears in its log. Until the operator has called apicount.New
 // (just after it starts), Go ignores SIGUSR1, so the signal is sent again
-// every second until a summary comes.
+// every second until a summary comes. Call it only on an operator that has
+// logged something: in the first instants after exec, before the Go runtime
+// has installed its signal handlers, SIGUSR1 still has the kernel's default
+// action and kills the process without a word.
 func (o *operator) counts() (Requests, error) {
 	before := strings.Count(o.log(), "api-requests total=")
 	deadline := time.Now().Add(10 * time.Second)
