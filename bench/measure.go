@@ -107,11 +107,20 @@ type operator struct {
 }
 
 func startOperator(bin, logPath string, args ...string) (*operator, error) {
+	return startOperatorEnv(nil, bin, logPath, args...)
+}
+
+// startOperatorEnv starts the operator with extra environment variables
+// (e.g. GOMEMLIMIT) on top of the bench's own.
+func startOperatorEnv(env []string, bin, logPath string, args ...string) (*operator, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -153,6 +162,23 @@ func (o *operator) counts() (Requests, error) {
 		time.Sleep(20 * time.Millisecond) // waiting for a file write of our own request, not for the cluster
 	}
 	return nil, fmt.Errorf("the operator printed no request summary within 10s of SIGUSR1 (is apicount.New used?)")
+}
+
+// residentFileMiB is how much of the process's resident memory, now, is
+// pages of files: its own executable, mapped. The rest (RssAnon) is what
+// the Go runtime allocated: heap, stacks, its own bookkeeping.
+func (o *operator) residentFileMiB() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", o.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "RssFile:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
 
 // usage reads the process's peak resident memory (MiB) and CPU time so far.
