@@ -77,9 +77,34 @@ func parallel(count int, fn func(i int) error) error {
 	return errs
 }
 
+// mixed runs fn for n tickets (i < n) and m Loggers (i >= n) on the
+// workload's writers, in the order interleave gives.
+func mixed(n, m int, fn func(i int) error) error {
+	order := interleave(n, m)
+	return parallel(len(order), func(i int) error { return fn(order[i]) })
+}
+
+// interleave orders n tickets (0..n-1) and m Loggers (n..n+m-1) evenly:
+// "at once" means that neither kind waits for the other. (One kind after the
+// other, the Loggers' clock would start while 1000 tickets are still being
+// created, seconds before the first Logger exists.)
+func interleave(n, m int) []int {
+	order := make([]int, 0, n+m)
+	for t, l := 0, 0; t < n || l < m; {
+		// Next is whichever kind is further behind its share: ticket t
+		// sits at (t+0.5)/n of its kind, Logger l at (l+0.5)/m.
+		if l == m || (t < n && (2*t+1)*m <= (2*l+1)*n) {
+			order, t = append(order, t), t+1
+		} else {
+			order, l = append(order, n+l), l+1
+		}
+	}
+	return order
+}
+
 // createAll creates n tickets and m Loggers at once.
 func createAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) error {
-	return parallel(n+m, func(i int) error {
+	return mixed(n, m, func(i int) error {
 		if i < n {
 			_, err := dyn.Resource(ticketsGVR).Namespace(ns).Create(ctx, ticket(i), metav1.CreateOptions{})
 			return err
@@ -91,7 +116,7 @@ func createAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) 
 
 // editAll changes one spec field of every object with a JSON merge patch.
 func editAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) error {
-	return parallel(n+m, func(i int) error {
+	return mixed(n, m, func(i int) error {
 		if i < n {
 			patch := fmt.Sprintf(`{"spec":{"number":%d}}`, seatsAfter)
 			_, err := dyn.Resource(ticketsGVR).Namespace(ns).Patch(ctx, ticket(i).GetName(), "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
@@ -105,7 +130,7 @@ func editAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) er
 
 // deleteAll deletes every ticket and Logger.
 func deleteAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) error {
-	return parallel(n+m, func(i int) error {
+	return mixed(n, m, func(i int) error {
 		var err error
 		if i < n {
 			err = dyn.Resource(ticketsGVR).Namespace(ns).Delete(ctx, ticket(i).GetName(), metav1.DeleteOptions{})

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestInterleave(t *testing.T) {
+	for _, c := range []struct {
+		n, m int
+		want []int
+	}{
+		// 0-9 are tickets, 10 and 11 Loggers: one Logger in each half.
+		{10, 2, []int{0, 1, 2, 10, 3, 4, 5, 6, 7, 11, 8, 9}},
+		{2, 2, []int{0, 2, 1, 3}},
+		{3, 0, []int{0, 1, 2}},
+		{0, 2, []int{0, 1}},
+	} {
+		if got := interleave(c.n, c.m); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("interleave(%d, %d) = %v, want %v", c.n, c.m, got, c.want)
+		}
+	}
+}
