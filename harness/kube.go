@@ -48,8 +48,11 @@ type Clients struct {
 func NewClients(cfg *rest.Config) (*Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	// Tests create hundreds of objects at once; client-go's default of 5
-	// requests per second would make them measure the client, not the operator.
-	cfg.QPS, cfg.Burst = 200, 400
+	// requests per second would make them measure the client, not the
+	// operator. A caller that chose a limit (the bench sets none) keeps it.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 200, 400
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
