@@ -33,20 +33,11 @@ const labCluster = "labs-e2e"
 //   - make exercise-N, which must copy stage N-1 into workspace/ and touch no
 //     stage folder.
 func TestLabTargets(t *testing.T) {
-	t.Cleanup(func() {
-		// Whoever starts a cluster stops it, even when a check failed.
-		out, err := makeTarget(t, "lab-stop")
-		if err != nil {
-			t.Errorf("make lab-stop at cleanup: %v\n%s", err, out)
-		}
-		if out, err := makeTarget(t, "cluster-down"); err != nil {
-			t.Errorf("make cluster-down: %v\n%s", err, out)
-		}
-	})
+	t.Cleanup(func() { labClusterDown(t, labCluster) })
 
 	t.Run("make lab-N in any order", func(t *testing.T) {
 		for _, n := range []int{3, 1, 6, 2, 5, 4} {
-			out, err := makeTarget(t, fmt.Sprintf("lab-%d", n))
+			out, err := makeTarget(t, labCluster, fmt.Sprintf("lab-%d", n))
 			if err != nil {
 				t.Fatalf("make lab-%d failed: %v\n%s", n, err, lastLines(out, 30))
 			}
@@ -59,21 +50,21 @@ func TestLabTargets(t *testing.T) {
 		if pid == 0 {
 			t.Fatal("no lab operator is running after make lab-4")
 		}
-		if out, err := makeTarget(t, "lab-stop"); err != nil {
+		if out, err := makeTarget(t, labCluster, "lab-stop"); err != nil {
 			t.Fatalf("make lab-stop: %v\n%s", err, out)
 		}
 		// lab.sh waits for the process to end before it returns.
 		if processRunning(pid) {
 			t.Errorf("the lab operator (pid %d) still runs after make lab-stop", pid)
 		}
-		if out, err := makeTarget(t, "lab-stop"); err != nil {
+		if out, err := makeTarget(t, labCluster, "lab-stop"); err != nil {
 			t.Errorf("a second make lab-stop must do nothing, quietly: %v\n%s", err, out)
 		}
 	})
 
 	t.Run("make diff-N shows hand-written changes only", func(t *testing.T) {
 		for n := 2; n <= 6; n++ {
-			out, err := makeTarget(t, fmt.Sprintf("diff-%d", n))
+			out, err := makeTarget(t, labCluster, fmt.Sprintf("diff-%d", n))
 			if err != nil {
 				t.Errorf("make diff-%d: %v\n%s", n, err, lastLines(out, 10))
 				continue
@@ -142,7 +133,7 @@ func exercise(t *testing.T, n int, prev, next string) {
 	t.Helper()
 	dest := harness.RepoPath("workspace", next)
 	if _, err := os.Stat(dest); err == nil {
-		out, err := makeTarget(t, fmt.Sprintf("exercise-%d", n))
+		out, err := makeTarget(t, labCluster, fmt.Sprintf("exercise-%d", n))
 		if err == nil || !strings.Contains(out, "already exists") {
 			t.Errorf("make exercise-%d with workspace/%s present must refuse and keep it; it said (err=%v):\n%s", n, next, err, out)
 		}
@@ -150,7 +141,7 @@ func exercise(t *testing.T, n int, prev, next string) {
 	}
 	before := stageStatus(t)
 	t.Cleanup(func() { _ = os.RemoveAll(dest) })
-	out, err := makeTarget(t, fmt.Sprintf("exercise-%d", n))
+	out, err := makeTarget(t, labCluster, fmt.Sprintf("exercise-%d", n))
 	if err != nil {
 		t.Fatalf("make exercise-%d: %v\n%s", n, err, out)
 	}
@@ -173,15 +164,33 @@ func exercise(t *testing.T, n int, prev, next string) {
 	}
 }
 
-// makeTarget runs make TARGET from the repository root with the lab
+// labClusterDown stops the lab operator that the targets started on cluster,
+// then the cluster: whoever starts a cluster stops it, even when a check
+// failed.
+func labClusterDown(t *testing.T, cluster string) {
+	t.Helper()
+	if out, err := makeTarget(t, cluster, "lab-stop"); err != nil {
+		t.Errorf("make lab-stop at cleanup: %v\n%s", err, out)
+	}
+	if out, err := makeTarget(t, cluster, "cluster-down"); err != nil {
+		t.Errorf("make cluster-down: %v\n%s", err, out)
+	}
+}
+
+// clusterEnv is the environment that points the make targets at cluster.
+func clusterEnv(cluster string) []string {
+	return append(os.Environ(), "CLUSTER_NAME="+cluster, "CLUSTER=kwok")
+}
+
+// makeTarget runs make TARGET from the repository root with the given
 // cluster's name, and returns what it printed.
-func makeTarget(t *testing.T, target string) (string, error) {
+func makeTarget(t *testing.T, cluster, target string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", target)
 	cmd.Dir = harness.RepoPath()
-	cmd.Env = append(os.Environ(), "CLUSTER_NAME="+labCluster, "CLUSTER=kwok")
+	cmd.Env = clusterEnv(cluster)
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	start := time.Now()
