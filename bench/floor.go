@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,12 +47,13 @@ func loggerFloor(ctx context.Context, c *harness.Clients, ns string, m int) (tim
 	})
 }
 
-// ticketFloor creates n tickets and books each one right after creating it,
-// with the lower bound's writes and nothing else: what an operator with zero
-// latency and no overhead would send. That is one status write per ticket.
-// With ledger (stage 06) it is also what booking costs there before the
-// status: the finalizer, then the seat hold, so that 06's time is compared
-// with a minimal client doing the same three writes.
+// ticketFloor is a minimal operator with no latency and no overhead: the
+// workload's writers create n tickets, and as each create returns, the
+// ticket is handed to one of floorWorkers goroutines, the operators' workers,
+// which book it with the lower bound's writes and nothing else. That is one
+// status write per ticket. With ledger (stage 06) it is also what booking
+// costs there before the status: the finalizer, then the seat hold, so that
+// 06's time is compared with the same three writes.
 func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledger bool) (time.Duration, error) {
 	o, err := observe(ctx, c.Dynamic, ns)
 	if err != nil {
@@ -67,12 +69,8 @@ func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledg
 			return err
 		})
 	}
-	start := time.Now()
-	err = parallel(n, func(i int) error {
-		t, err := r.Create(ctx, ticket(i), metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
+	book := func(t *unstructured.Unstructured) error {
+		var err error
 		if ledger {
 			if t, err = r.Patch(ctx, t.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+floorFinalizer+`"]}}`), metav1.PatchOptions{}); err != nil {
 				return err
@@ -94,8 +92,24 @@ func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledg
 		}
 		_, err = r.Update(ctx, t, metav1.UpdateOptions{})
 		return err
+	}
+
+	start := time.Now()
+	created := make(chan *unstructured.Unstructured, n)
+	workers := make(chan error, 1)
+	go func() {
+		// The workers run while the creates go on, as an operator's do.
+		workers <- parallelFrom(floorWorkers, created, book)
+	}()
+	err = parallel(n, func(i int) error {
+		t, err := r.Create(ctx, ticket(i), metav1.CreateOptions{})
+		if err == nil {
+			created <- t
+		}
+		return err
 	})
-	if err != nil {
+	close(created)
+	if err := errors.Join(err, <-workers); err != nil {
 		return 0, err
 	}
 	return waitFor(ctx, start, 10*time.Minute, "floor tickets", func() (bool, string) {
@@ -103,6 +117,10 @@ func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledg
 		return done == n, fmt.Sprintf("%d/%d tickets booked", done, n)
 	})
 }
+
+// floorWorkers is the operators' default --workers: the floor books tickets
+// at the concurrency they do.
+const floorWorkers = 2
 
 // floorFinalizer stands for 06's finalizer on the floor's tickets.
 const floorFinalizer = "bench.operator-flow.dev/floor"

@@ -48,33 +48,37 @@ func logger(i int) *unstructured.Unstructured {
 
 // parallel runs fn(0..count-1) on `writers` goroutines and returns the first error.
 func parallel(count int, fn func(i int) error) error {
+	next := make(chan int)
+	go func() {
+		for i := 0; i < count; i++ {
+			next <- i
+		}
+		close(next)
+	}()
+	return parallelFrom(writers, next, fn)
+}
+
+// parallelFrom runs fn on every item of items, on `workers` goroutines, and
+// returns the first error.
+func parallelFrom[T any](workers int, items <-chan T, fn func(T) error) error {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs error
-		next = make(chan int)
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
 	)
-	for w := 0; w < writers; w++ {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if errs == nil {
-						errs = err
-					}
-					mu.Unlock()
+			for item := range items {
+				if err := fn(item); err != nil {
+					once.Do(func() { first = err })
 				}
 			}
 		}()
 	}
-	for i := 0; i < count; i++ {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
-	return errs
+	return first
 }
 
 // mixed runs fn for n tickets (i < n) and m Loggers (i >= n) on the
