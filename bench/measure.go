@@ -131,6 +131,21 @@ func startOperatorEnv(env []string, bin, logPath string, args ...string) (*opera
 	return o, nil
 }
 
+// context is parent, cancelled when the operator exits, with what it last
+// logged as the cause: a wait on an operator that has died (say, its metrics
+// port was taken) fails at once instead of sitting out its timeout.
+func (o *operator) context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		select {
+		case <-o.done:
+			cancel(fmt.Errorf("the operator exited (%v); its last lines:\n%s", o.cmd.ProcessState, tail(o.log(), 10)))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
 func (o *operator) log() string {
 	b, _ := os.ReadFile(o.logPath)
 	return string(b)

@@ -66,10 +66,12 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		return "", err
 	}
 	start := time.Now()
-	took, err := waitFor(e.ctx, start, 20*time.Minute, "booking", func() (bool, string) {
+	ctx, stop := op.context(e.ctx)
+	took, err := waitFor(ctx, start, 20*time.Minute, "booking", func() (bool, string) {
 		d := obs.ticketsDone(seatsBefore)
 		return d == e.n, fmt.Sprintf("%d/%d tickets booked", d, e.n)
 	})
+	stop()
 	mib, _ := op.usage()
 	op.stop()
 	if err != nil {
@@ -98,10 +100,12 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		took, err := waitFor(e.ctx, time.Now(), 5*time.Minute, "idle pass", func() (bool, string) {
+		ctx, stop := op.context(e.ctx)
+		took, err := waitFor(ctx, time.Now(), 5*time.Minute, "idle pass", func() (bool, string) {
 			got := strings.Count(op.log(), "in sync")
 			return got >= e.n, fmt.Sprintf(`%d of %d tickets logged "in sync"`, got, e.n)
 		})
+		stop()
 		if err != nil {
 			op.stop()
 			return "", err
@@ -137,7 +141,9 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 	if err := deleteAll(e.ctx, e.c.Dynamic, ns, e.n, 0); err != nil {
 		return "", err
 	}
-	if _, err := waitFor(e.ctx, time.Now(), 20*time.Minute, "deletion", func() (bool, string) {
+	ctx, stop = op.context(e.ctx)
+	defer stop()
+	if _, err := waitFor(ctx, time.Now(), 20*time.Minute, "deletion", func() (bool, string) {
 		left := len(obs.tickets.ListKeys())
 		return left == 0, fmt.Sprintf("%d tickets left", left)
 	}); err != nil {

@@ -234,10 +234,12 @@ func (e *benchEnv) phase(op *operator, name string, bound int, act func() error,
 	if err := act(); err != nil {
 		return r, err
 	}
-	if r.Tickets, err = waitFor(e.ctx, start, 10*time.Minute, "tickets", ticketsDone); err != nil {
+	ctx, stop := op.context(e.ctx)
+	defer stop()
+	if r.Tickets, err = waitFor(ctx, start, 10*time.Minute, "tickets", ticketsDone); err != nil {
 		return r, err
 	}
-	if r.Loggers, err = waitFor(e.ctx, start, 10*time.Minute, "Loggers", loggersDone); err != nil {
+	if r.Loggers, err = waitFor(ctx, start, 10*time.Minute, "Loggers", loggersDone); err != nil {
 		return r, err
 	}
 	r.Both = max(r.Tickets, r.Loggers)
@@ -300,10 +302,12 @@ func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage
 		if attempt == 1 {
 			timeout = 30 * time.Second
 		}
-		_, waitErr := waitFor(e.ctx, time.Now(), timeout, "idle pass", func() (bool, string) {
+		ctx, stop := op.context(e.ctx)
+		_, waitErr := waitFor(ctx, time.Now(), timeout, "idle pass", func() (bool, string) {
 			got := strings.Count(op.log(), "in sync")
 			return got >= want, fmt.Sprintf(`%d of %d objects logged "in sync"`, got, want)
 		})
+		stop()
 		counts, err := op.counts()
 		if err != nil {
 			return op, err

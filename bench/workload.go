@@ -248,7 +248,7 @@ func waitFor(ctx context.Context, start time.Time, timeout time.Duration, what s
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, context.Cause(ctx)
 		case <-deadline:
 			return 0, fmt.Errorf("%s did not converge within %s: %s", what, timeout, seen)
 		case <-tick.C:
