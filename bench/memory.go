@@ -15,16 +15,18 @@ import (
 // memLimit is the soft memory limit of the GOMEMLIMIT idle run.
 const memLimit = "32MiB"
 
-// memoryRun answers two questions about stage 06 with n FlightTickets:
-// how much memory does the operator need with all of them in its cache, and
-// how much of that is metadata.managedFields, which it strips from the cache
-// (--strip-managed-fields, on by default)?
+// memoryRun answers three questions about stage 06 with n FlightTickets:
+// how much memory does the operator need with all of them in its cache, how
+// much of that is metadata.managedFields, which it strips from the cache
+// (--strip-managed-fields, on by default), and how much a soft memory limit
+// for the Go runtime (GOMEMLIMIT) takes off?
 //
 //	go run ./bench --memory 10000     (what `make bench-memory` runs)
 //
 // It creates n tickets, lets the operator book them (its peak RSS while it
-// works), then starts a fresh operator on the booked tickets twice, with and
-// without stripping, and takes each one's peak RSS once it has examined every
+// works), then starts a fresh operator on the booked tickets three times
+// (with stripping, without, and with stripping under GOMEMLIMIT), and takes
+// each one's peak RSS and the share of its executable once it has examined every
 // ticket ("in sync") and written nothing. Loggers are left out: a handful of
 // Deployments would not change the picture.
 func (e *benchEnv) memoryRun(st stage, out string) (string, error) {

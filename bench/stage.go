@@ -191,7 +191,7 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 				return l == 0 && d == 0, fmt.Sprintf("%d Loggers and %d Deployments left", l, d)
 			}},
 	}
-	for i, ph := range phases {
+	for _, ph := range phases {
 		if ph.name == "delete" {
 			// Between edit and delete: restart the operator and count what a
 			// pass over converged objects costs it.
@@ -206,7 +206,6 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 		res.Phases = append(res.Phases, r)
 		fmt.Fprintf(os.Stderr, ">> %s %-6s tickets %6.1fs  loggers %6.1fs  operator writes %5d (bound %d)\n",
 			st.Dir, ph.name, r.Tickets.Seconds(), r.Loggers.Seconds(), r.Operator.Sum(isWrite), r.Bound)
-		_ = i
 	}
 	mib, cpu := op.usage()
 	res.PeakMiB = max(res.PeakMiB, mib)

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // PrivateCluster reports whether Main created a cluster for this test binary
@@ -110,21 +113,21 @@ func processSpec(t testing.TB, pid int) (args, env []string, cwd string) {
 
 func waitGone(t testing.TB, pid int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for syscall.Kill(pid, 0) == nil {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if syscall.Kill(pid, 0) != nil {
+			return true, nil
+		}
 		// A zombie still answers kill(0); its /proc state says Z. But the
 		// main thread of a multi-threaded process turns Z as soon as it
 		// exits itself, while its other threads still run and its files
 		// (the listening socket among them) are still open: a restart
 		// then fails with "address already in use". Gone means no thread
 		// but the zombie main thread is left.
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") && threads(pid) <= 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d did not exit within %s of SIGKILL", pid, timeout)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a local process, not the cluster
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err == nil && strings.Contains(string(b), ") Z ") && threads(pid) <= 1, nil
+	})
+	if err != nil {
+		t.Fatalf("pid %d did not exit within %s of SIGKILL", pid, timeout)
 	}
 }
 

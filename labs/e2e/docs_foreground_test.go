@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // foreground is a command that runs until Ctrl-C, which a learner watches in
@@ -37,13 +40,11 @@ func (s *shell) interrupt(f *foreground) (int, error) {
 	if err := syscall.Kill(-f.pid, syscall.SIGINT); err != nil {
 		return -1, fmt.Errorf("SIGINT to process group %d: %v", f.pid, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for processRunning(f.pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-f.pid, syscall.SIGKILL)
-			return -1, fmt.Errorf("still running 30s after Ctrl-C; killed")
-		}
-		time.Sleep(100 * time.Millisecond) // polling, with the deadline above
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return !processRunning(f.pid), nil
+	}); err != nil {
+		_ = syscall.Kill(-f.pid, syscall.SIGKILL)
+		return -1, fmt.Errorf("still running 30s after Ctrl-C; killed")
 	}
 	// bash has reaped it already; wait hands over the exit status.
 	out, rc, err := s.run(fmt.Sprintf("wait %d", f.pid), 10*time.Second)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/operator-flow/operator-flow/harness"
 )
@@ -195,19 +198,23 @@ func (l *lab) check(s step, c command, shown []string, fails bool) {
 	start := time.Now()
 	var out, diff string
 	var rc, attempt int
-	for attempt = 1; ; attempt++ {
-		var err error
-		if out, rc, err = l.sh.run(c.text, 5*time.Minute); err != nil {
-			l.t.Errorf("%s\n%v; its output so far:\n%s", where, err, out)
-			return
+	// Without a retry marker the command runs once; with one, it runs again
+	// every second until its output matches or the marker's time is up.
+	var runErr error
+	_ = wait.PollUntilContextTimeout(context.Background(), time.Second, max(retry, time.Nanosecond), true, func(context.Context) (bool, error) {
+		attempt++
+		if out, rc, runErr = l.sh.run(c.text, 5*time.Minute); runErr != nil {
+			return false, runErr
 		}
+		diff = ""
 		if shown != nil || s.kind == "console" {
 			diff = compareOutput(shown, strings.Split(out, "\n"), numbers)
 		}
-		if diff == "" && (rc != 0) == fails || time.Since(start) > retry {
-			break
-		}
-		time.Sleep(time.Second) // polling, up to the retry marker's deadline
+		return diff == "" && (rc != 0) == fails, nil
+	})
+	if runErr != nil {
+		l.t.Errorf("%s\n%v; its output so far:\n%s", where, runErr, out)
+		return
 	}
 	l.t.Logf("%s:%d: %s (exit %d, %s, %d attempt(s))", l.md, c.line, firstLine(c.text), rc, time.Since(start).Round(100*time.Millisecond), attempt)
 	switch {
@@ -264,18 +271,15 @@ func (l *lab) checkText(s step) {
 	_, numbers := s.marks["numbers vary"]
 	var missing []string
 	var seen string
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
 		b, _ := os.ReadFile(path)
 		if int64(len(b)) < from { // rewritten since: all of it is new
 			from = 0
 		}
 		seen = string(b[from:])
-		if missing = missingLines(s.body, strings.Split(seen, "\n"), numbers); len(missing) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond) // polling, up to the deadline
-	}
+		missing = missingLines(s.body, strings.Split(seen, "\n"), numbers)
+		return len(missing) == 0, nil
+	})
 	if len(missing) > 0 {
 		l.t.Errorf("%s:%d: waited 90s for %s to show the lines of this block; missing:\n\t%s\n--- the lab shows:\n%s\n--- last seen (end):\n%s",
 			l.md, s.line, what, strings.Join(missing, "\n\t"), strings.Join(s.body, "\n"), lastLines(seen, 40))
