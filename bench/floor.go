@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -17,50 +18,39 @@ import (
 // The floors answer "how fast could any operator possibly be here?", measured
 // in the same run on the same machine, so that a stage's time can be given as
 // a ratio that survives a noisy machine.
-
-// loggerFloor applies the Deployments that m Loggers would produce straight to
-// the cluster, at the workload's concurrency, and times them to Available.
-// What is left is the cluster's own work: kube-controller-manager creating
-// ReplicaSets and Pods at its own client rate, the scheduler, kwok.
-func loggerFloor(ctx context.Context, c *harness.Clients, ns string, m int) (time.Duration, error) {
+//
+// A floor runs the stages' workload without an operator's machinery: the
+// same writers create the same n tickets and m Loggers' worth of objects in
+// the same interleaved order, and a minimal client does the lower bound's
+// work as each create returns. Both kinds run together, as they do for the
+// stages: while the tickets are being booked, kube-controller-manager,
+// the scheduler and kwok are rolling the Deployments out on the same cores.
+//
+//   - Loggers: the Deployments that m Loggers would produce are applied
+//     straight to the cluster and timed to Available. What is left is the
+//     cluster's own work: kube-controller-manager creating ReplicaSets and
+//     Pods at its own client rate, the scheduler, kwok.
+//   - Tickets: as each create returns, the ticket goes to one of
+//     floorWorkers goroutines, the operators' workers, which book it with
+//     the lower bound's writes and nothing else: one status write. With
+//     ledger (stage 06), also what booking costs there before the status:
+//     the finalizer, then the seat hold, so that 06's time is compared with
+//     the same three writes.
+func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, ledger bool) (floors, error) {
+	var f floors
 	o, err := observe(ctx, c.Dynamic, ns)
 	if err != nil {
-		return 0, err
-	}
-	defer o.stop()
-	start := time.Now()
-	err = parallel(m, func(i int) error {
-		_, err := c.Dynamic.Resource(deploymentsGVR).Namespace(ns).Create(ctx, floorDeployment(i), metav1.CreateOptions{})
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return waitFor(ctx, start, 10*time.Minute, "floor Deployments", func() (bool, string) {
-		done := 0
-		for _, x := range o.deployments.List() {
-			if deploymentRolledOut(x.(*unstructured.Unstructured), intervalBefore) {
-				done++
-			}
-		}
-		return done == m, fmt.Sprintf("%d/%d Deployments available", done, m)
-	})
-}
-
-// ticketFloor is a minimal operator with no latency and no overhead: the
-// workload's writers create n tickets, and as each create returns, the
-// ticket is handed to one of floorWorkers goroutines, the operators' workers,
-// which book it with the lower bound's writes and nothing else. That is one
-// status write per ticket. With ledger (stage 06) it is also what booking
-// costs there before the status: the finalizer, then the seat hold, so that
-// 06's time is compared with the same three writes.
-func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledger bool) (time.Duration, error) {
-	o, err := observe(ctx, c.Dynamic, ns)
-	if err != nil {
-		return 0, err
+		return f, err
 	}
 	defer o.stop()
 	r := c.Dynamic.Resource(ticketsGVR).Namespace(ns)
+	// Stages 02-05 store status in the object itself; 06 has a status
+	// subresource. The installed CRD says which, so that each booking is
+	// one request.
+	subresource, err := hasStatusSubresource(ctx, c, ticketsGVR)
+	if err != nil {
+		return f, err
+	}
 	if ledger {
 		// Untimed: without its finalizer no ticket, and so not the
 		// namespace, could be deleted afterwards.
@@ -85,12 +75,11 @@ func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledg
 		}
 		unstructured.SetNestedField(t.Object, "Booked", "status", "phase")
 		unstructured.SetNestedField(t.Object, fmt.Sprintf("Booked %d seat(s) from Amsterdam to Lisbon", seatsBefore), "status", "message")
-		// Stages 02-05 store status in the object itself; 06 has a status
-		// subresource. Whichever CRD is installed, one of the two applies.
-		if _, err := r.UpdateStatus(ctx, t, metav1.UpdateOptions{}); err == nil {
-			return nil
+		if subresource {
+			_, err = r.UpdateStatus(ctx, t, metav1.UpdateOptions{})
+		} else {
+			_, err = r.Update(ctx, t, metav1.UpdateOptions{})
 		}
-		_, err = r.Update(ctx, t, metav1.UpdateOptions{})
 		return err
 	}
 
@@ -101,7 +90,11 @@ func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledg
 		// The workers run while the creates go on, as an operator's do.
 		workers <- parallelFrom(floorWorkers, created, book)
 	}()
-	err = parallel(n, func(i int) error {
+	err = mixed(n, m, func(i int) error {
+		if i >= n {
+			_, err := c.Dynamic.Resource(deploymentsGVR).Namespace(ns).Create(ctx, floorDeployment(i-n), metav1.CreateOptions{})
+			return err
+		}
 		t, err := r.Create(ctx, ticket(i), metav1.CreateOptions{})
 		if err == nil {
 			created <- t
@@ -110,12 +103,44 @@ func ticketFloor(ctx context.Context, c *harness.Clients, ns string, n int, ledg
 	})
 	close(created)
 	if err := errors.Join(err, <-workers); err != nil {
-		return 0, err
+		return f, err
 	}
-	return waitFor(ctx, start, 10*time.Minute, "floor tickets", func() (bool, string) {
+	if f.Tickets, err = waitFor(ctx, start, 10*time.Minute, "floor tickets", func() (bool, string) {
 		done := o.ticketsDone(seatsBefore)
 		return done == n, fmt.Sprintf("%d/%d tickets booked", done, n)
+	}); err != nil {
+		return f, err
+	}
+	f.Loggers, err = waitFor(ctx, start, 10*time.Minute, "floor Deployments", func() (bool, string) {
+		done := 0
+		for _, x := range o.deployments.List() {
+			if deploymentRolledOut(x.(*unstructured.Unstructured), intervalBefore) {
+				done++
+			}
+		}
+		return done == m, fmt.Sprintf("%d/%d Deployments available", done, m)
 	})
+	return f, err
+}
+
+// hasStatusSubresource reads the CRD of gvr and says whether its served
+// version has a /status subresource.
+func hasStatusSubresource(ctx context.Context, c *harness.Clients, gvr schema.GroupVersionResource) (bool, error) {
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd, err := c.Dynamic.Resource(crds).Get(ctx, gvr.Resource+"."+gvr.Group, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("reading the CRD of %s: %w", gvr.Resource, err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		v, _ := v.(map[string]any)
+		if v["name"] != gvr.Version {
+			continue
+		}
+		_, found, _ := unstructured.NestedMap(v, "subresources", "status")
+		return found, nil
+	}
+	return false, fmt.Errorf("the CRD of %s has no version %s", gvr.Resource, gvr.Version)
 }
 
 // floorWorkers is the operators' default --workers: the floor books tickets

@@ -50,7 +50,7 @@ func markdown(results []StageResult, f floors, n, m int, took time.Duration) str
 	fmt.Fprintf(&b, "### make bench: %d FlightTickets and %d Loggers\n\n", n, m)
 	fmt.Fprintf(&b, "Measured %s on %s/%s with %d cores; the run took %s.\n\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), took.Round(time.Second))
-	fmt.Fprintf(&b, "Floors, measured in the same run: **Loggers %.1f s** (their Deployments applied straight to the cluster), **tickets %.1f s** (a minimal operator with no latency: as each create returns, one of two workers, the stages' default, writes the ticket's status once).\n\n",
+	fmt.Fprintf(&b, "Floors, measured in the same run on the same workload, both kinds at once as for the stages: **Loggers %.1f s** (their Deployments applied straight to the cluster), **tickets %.1f s** (a minimal operator with no latency: as each create returns, one of two workers, the stages' default, writes the ticket's status once).\n\n",
 		f.Loggers.Seconds(), f.Tickets.Seconds())
 
 	b.WriteString("| stage | create: tickets | create: Loggers | edit | delete | requests / object | writes / bound | Events | GETs / object | idle-pass writes | peak RSS | CPU |\n")
@@ -84,7 +84,7 @@ func markdown(results []StageResult, f floors, n, m int, took time.Duration) str
 	for _, r := range results {
 		if r.TicketFloor > 0 {
 			c := r.phase("create")
-			fmt.Fprintf(&b, "\n² %s: against its own floor, %.1f s, measured in the same run: the same minimal operator giving each new ticket what this stage's lower bound has: a finalizer, a seat hold, then the status. Against the common ticket floor: %.2f×.\n",
+			fmt.Fprintf(&b, "\n² %s: against its own floor, %.1f s, measured in the same run: the same floor run with each new ticket given what this stage's lower bound has: a finalizer, a seat hold, then the status. Against the common ticket floor: %.2f×.\n",
 				r.Stage, r.TicketFloor.Seconds(), ratio(c.Tickets, f.Tickets))
 		}
 	}
