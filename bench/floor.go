@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -126,7 +127,7 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 // hasStatusSubresource reads the CRD of gvr and says whether its served
 // version has a /status subresource.
 func hasStatusSubresource(ctx context.Context, c *harness.Clients, gvr schema.GroupVersionResource) (bool, error) {
-	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crds := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 	crd, err := c.Dynamic.Resource(crds).Get(ctx, gvr.Resource+"."+gvr.Group, metav1.GetOptions{})
 	if err != nil {
 		return false, fmt.Errorf("reading the CRD of %s: %w", gvr.Resource, err)

@@ -113,21 +113,25 @@ func (e *benchEnv) namespace(name string) (string, func(), error) {
 // to be gone. It only warns when the wait fails: the measurement it belonged
 // to is complete, and the next one says so if it suffers.
 func (e *benchEnv) deleteNamespace(ns string) {
-	ctx := context.Background() // also when the bench was interrupted
 	start := time.Now()
-	if err := e.c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	// The delete is sent also when the bench was interrupted; the wait is
+	// not, so that Ctrl-C ends the bench at once.
+	if err := e.c.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
 		if !apierrors.IsNotFound(err) {
 			fmt.Fprintf(os.Stderr, ">> warning: deleting namespace %s: %v\n", ns, err)
 		}
 		return
 	}
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, namespaceTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(e.ctx, 250*time.Millisecond, namespaceTimeout, true, func(ctx context.Context) (bool, error) {
 		_, err := e.c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	if err != nil {
+	if err != nil && e.ctx.Err() == nil {
 		fmt.Fprintf(os.Stderr, ">> warning: namespace %s is still terminating after %s; the next measurement shares the machine with its deletion (kubectl get namespace %s -o yaml says what is left)\n", ns, namespaceTimeout, ns)
 		return
+	}
+	if err != nil {
+		return // interrupted
 	}
 	fmt.Fprintf(os.Stderr, ">> namespace %s deleted in %.1fs\n", ns, time.Since(start).Seconds())
 }
