@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	examplev1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/example/v1"
@@ -264,7 +263,7 @@ func metricsOptions(o options) metricsserver.Options {
 	return metricsserver.Options{
 		BindAddress:    o.metricsAddr,
 		SecureServing:  true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		FilterProvider: metricsAccess,
 	}
 }
 
