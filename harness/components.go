@@ -61,20 +61,46 @@ func RestartComponent(t testing.TB, component string, whileDown func()) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, cwd, logFile, logFile
-	// A session of its own, as kwokctl starts it: the component must outlive
-	// neither more nor less than the cluster, not this test process.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s again: %v", component, err)
+	// Rarely, the port of the killed process is not free yet when the new
+	// one starts (seen once in CI: kube-apiserver exited at once with "bind:
+	// address already in use"). A process that exits within startupGrace is
+	// started again, a second later, up to restartAttempts times.
+	for attempt := 1; ; attempt++ {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, cwd, logFile, logFile
+		// A session of its own, as kwokctl starts it: the component must
+		// outlive neither more nor less than the cluster, not this test
+		// process.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting %s again: %v", component, err)
+		}
+		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Reap it if it exits while the tests run; kwokctl stops it at the end.
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		select {
+		case <-time.After(startupGrace):
+			return
+		case <-exited:
+		}
+		if attempt == restartAttempts {
+			t.Fatalf("%s exited right after each of %d starts; the last lines of its log:\n%s", component, attempt, ComponentLog(component, 10))
+		}
+		t.Logf("%s exited right after its restart (attempt %d of %d); starting it again in 1s", component, attempt, restartAttempts)
+		time.Sleep(time.Second)
 	}
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Reap it if it exits while the tests run; kwokctl stops it at the end.
-	go cmd.Wait()
 }
+
+// A restarted component that is still running startupGrace after its start
+// is taken to be up (it binds its ports within milliseconds); one that has
+// exited by then is started again, at most restartAttempts times in all.
+const (
+	startupGrace    = 2 * time.Second
+	restartAttempts = 5
+)
 
 // restartKindStaticPod kills a control-plane container inside the kind node;
 // the node's kubelet starts its static pod again on its own. (Proven on
