@@ -63,7 +63,19 @@ kwokctl_() {
 	fi
 }
 
-kwok_exists() { "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$NAME"; }
+# has_cluster NAME LISTER...: whether LISTER (one cluster name a line) lists
+# NAME. The list is read whole before grep looks at it: with pipefail, a
+# `lister | grep -q` fails whenever grep exits at its match before the lister
+# has written its last line (SIGPIPE). `make cluster-down` once left a
+# running cluster behind that way.
+has_cluster() {
+	local name=$1 names
+	shift
+	names=$("$@" 2>/dev/null) || return 1
+	grep -qx "$name" <<<"$names"
+}
+
+kwok_exists() { has_cluster "$NAME" "$BIN/kwokctl" get clusters; }
 
 kwok_up() {
 	need_bin kwokctl kwok kube-apiserver kube-controller-manager kube-scheduler kubectl etcd
@@ -132,7 +144,7 @@ kind_up() {
 	[[ -x $KIND_BIN ]] || die "$KIND_BIN is missing. Run 'make tools' first."
 	docker_ready
 	local start=$SECONDS
-	if "$KIND_BIN" get clusters 2>/dev/null | grep -qx "$NAME"; then
+	if has_cluster "$NAME" "$KIND_BIN" get clusters; then
 		say "reusing kind cluster '$NAME'"
 		"$KIND_BIN" export kubeconfig --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" >/dev/null
 	else

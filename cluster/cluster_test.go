@@ -59,10 +59,13 @@ func TestKindPathCommands(t *testing.T) {
 	calls := filepath.Join(t.TempDir(), "kind-calls")
 	path := fakeBin(t, map[string]string{
 		"docker": "echo 28.2.2\n",
-		// `kind get clusters` lists the cluster once `create` has run.
+		// `kind get clusters` lists the cluster once `create` has run,
+		// and a moment later one more: whoever reads the list must read it
+		// to the end, or the lister dies of SIGPIPE and, with pipefail,
+		// the cluster counts as missing (and is created again).
 		"kind": `echo "$*" >>"$KIND_CALLS"
 case "$1 $2" in
-"get clusters") grep -q '^create cluster' "$KIND_CALLS" && echo "$FAKE_NAME"; true ;;
+"get clusters") grep -q '^create cluster' "$KIND_CALLS" && { echo "$FAKE_NAME"; sleep 0.2; echo another-cluster; }; true ;;
 esac
 `,
 	})
