@@ -198,10 +198,11 @@ func (l *lab) check(s step, c command, shown []string, fails bool) {
 	start := time.Now()
 	var out, diff string
 	var rc, attempt int
-	// Without a retry marker the command runs once; with one, it runs again
-	// every second until its output matches or the marker's time is up.
+	// Without a retry marker (retry 0) the command runs once: the poll
+	// always calls its condition first. With one, it runs again every second
+	// until its output matches or the marker's time is up.
 	var runErr error
-	_ = wait.PollUntilContextTimeout(context.Background(), time.Second, max(retry, time.Nanosecond), true, func(context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(context.Background(), time.Second, retry, true, func(context.Context) (bool, error) {
 		attempt++
 		if out, rc, runErr = l.sh.run(c.text, 5*time.Minute); runErr != nil {
 			return false, runErr
