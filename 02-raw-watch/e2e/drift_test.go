@@ -85,15 +85,15 @@ func TestDeploymentDriftIsNotRepaired(t *testing.T) {
 			// the Logger's sync creates the Deployment again.
 			deleteDeployment(t, "logger-drifter")
 			w.waitDeployment(t, "logger-drifter", 2)
-			chain := []string{
-				"event DELETED  deployments " + w.ns + "/logger-drifter ",
-				"state Unavailable loggers " + w.ns + "/drifter",
-				"event MODIFIED loggers " + w.ns + "/drifter ",
-				"created Deployment " + w.ns + "/logger-drifter",
-			}
-			if !inOrder(op.Log(), chain) {
-				t.Errorf("the log does not show the chain %q:\n%s", chain, op.Log())
-			}
+			// The operator logs "created Deployment" after the API server
+			// has answered the create, so the Deployment can be seen before
+			// the line is written: wait for the log too.
+			settled(t, op,
+				"event DELETED  deployments "+w.ns+"/logger-drifter ",
+				"state Unavailable loggers "+w.ns+"/drifter",
+				"event MODIFIED loggers "+w.ns+"/drifter ",
+				"created Deployment "+w.ns+"/logger-drifter",
+			)
 			return ctx
 		}).Feature()
 	harness.Env().Test(t, f)
@@ -103,7 +103,8 @@ func TestDeploymentDriftIsNotRepaired(t *testing.T) {
 func settled(t *testing.T, op *harness.Operator, lines ...string) {
 	t.Helper()
 	harness.Eventually(t, converge, fmt.Sprintf("the log lines %q, in order", lines), func(context.Context) (bool, string, error) {
-		return inOrder(op.Log(), lines), "", nil
+		log := op.Log()
+		return inOrder(log, lines), "the operator's log:\n" + log, nil
 	})
 }
 
