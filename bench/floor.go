@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,7 +38,8 @@ import (
 //     the lower bound's writes and nothing else: one status write. With
 //     ledger (stage 06), also what booking costs there before the status:
 //     the finalizer, then the seat hold, so that 06's time is compared with
-//     the same three writes.
+//     the same three writes; and once the status is written, the Booked
+//     Event that 06 records for each booking (see recordBooked).
 func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, ledger bool) (floors, error) {
 	var f floors
 	o, err := observe(ctx, c.Dynamic, ns)
@@ -60,6 +63,12 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 			return err
 		})
 	}
+	// booked carries each booked ticket to recordBooked (with ledger only).
+	booked := make(chan *unstructured.Unstructured, n)
+	events := make(chan error, 1)
+	go func() {
+		events <- parallelFrom(1, booked, func(t *unstructured.Unstructured) error { return recordBooked(ctx, c, t) })
+	}()
 	book := func(t *unstructured.Unstructured) error {
 		var err error
 		if ledger {
@@ -81,6 +90,9 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 		} else {
 			_, err = r.Update(ctx, t, metav1.UpdateOptions{})
 		}
+		if err == nil && ledger {
+			booked <- t
+		}
 		return err
 	}
 
@@ -89,7 +101,9 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 	workers := make(chan error, 1)
 	go func() {
 		// The workers run while the creates go on, as an operator's do.
-		workers <- parallelFrom(floorWorkers, created, book)
+		err := parallelFrom(floorWorkers, created, book)
+		close(booked)
+		workers <- err
 	}()
 	err = mixed(n, m, func(i int) error {
 		if i >= n {
@@ -111,6 +125,11 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 		return done == n, fmt.Sprintf("%d/%d tickets booked", done, n)
 	}); err != nil {
 		return f, err
+	}
+	// Untimed, as for the operators: their Events may still be on the way
+	// when the last status is written.
+	if err := <-events; err != nil {
+		return f, fmt.Errorf("recording the Booked Events: %w", err)
 	}
 	f.Loggers, err = waitFor(ctx, start, 10*time.Minute, "floor Deployments", func() (bool, string) {
 		done := 0
@@ -142,6 +161,33 @@ func hasStatusSubresource(ctx context.Context, c *harness.Clients, gvr schema.Gr
 		return found, nil
 	}
 	return false, fmt.Errorf("the CRD of %s has no version %s", gvr.Resource, gvr.Version)
+}
+
+// recordBooked records the Event stage 06 records for a booking: a Normal
+// "Booked" Event through the events.k8s.io API, with the same fields and a
+// note of the same length. 06 does not wait for its Events: client-go's event
+// broadcaster sends them one at a time on a goroutine of its own, apart from
+// the workers. The floor sends them the same way (one goroutine, fed as each
+// status is written), so that the Events share the API server with the
+// bookings as 06's do, and hold up no worker.
+func recordBooked(ctx context.Context, c *harness.Clients, t *unstructured.Unstructured) error {
+	now := metav1.NowMicro()
+	e := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", t.GetName(), now.UnixNano()), Namespace: t.GetNamespace()},
+		EventTime:  now,
+		Regarding: corev1.ObjectReference{
+			APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Namespace: t.GetNamespace(), Name: t.GetName(),
+			UID: t.GetUID(), ResourceVersion: t.GetResourceVersion(),
+		},
+		Type:                corev1.EventTypeNormal,
+		Reason:              "Booked",
+		Action:              "Book",
+		Note:                fmt.Sprintf("Booked %d seat(s) from Amsterdam to Lisbon (seat hold %s/%s)", seatsBefore, t.GetNamespace(), t.GetName()),
+		ReportingController: "bench-floor",
+		ReportingInstance:   "bench-floor",
+	}
+	_, err := c.Kube.EventsV1().Events(t.GetNamespace()).Create(ctx, e, metav1.CreateOptions{})
+	return err
 }
 
 // floorWorkers is the operators' default --workers: the floor books tickets

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,7 +85,7 @@ func markdown(results []StageResult, f floors, n, m int, took time.Duration) str
 	for _, r := range results {
 		if r.TicketFloor > 0 {
 			c := r.phase("create")
-			fmt.Fprintf(&b, "\n² %s: against its own floor, %.1f s, measured in the same run: the same floor run with each new ticket given what this stage's lower bound has: a finalizer, a seat hold, then the status. Against the common ticket floor: %.2f×.\n",
+			fmt.Fprintf(&b, "\n² %s: against its own floor, %.1f s, measured in the same run: the same floor run with each new ticket given what this stage's behaviour needs: a finalizer, a seat hold, then the status, and the Booked Event the stage records for each booking, sent apart from the workers as client-go sends the stage's. Against the common ticket floor: %.2f×.\n",
 				r.Stage, r.TicketFloor.Seconds(), ratio(c.Tickets, f.Tickets))
 		}
 	}
@@ -152,6 +153,45 @@ func writeJSON(path string, results []StageResult, f floors, n, m int) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// spread reports each stage's ratios over several rounds: every round's, and
+// their median and range. The table above is the last round's.
+func spread(rounds []round) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n#### The ratios over %d rounds\n\n", len(rounds))
+	b.WriteString("The table above is the last round's. Each round measured the floors again, then every stage; a ticket ratio is against the floor that applies to the stage (its own floor, measured in the same round, where it has one).\n\n")
+	b.WriteString("| stage | tickets: median (range) | each round | Loggers: median (range) | each round |\n|---|---|---|---|---|\n")
+	for i, first := range rounds[0].results {
+		var tickets, loggers []float64
+		for _, r := range rounds {
+			res := r.results[i]
+			c := res.phase("create")
+			tickets = append(tickets, ratio(c.Tickets, res.ticketFloor(r.floors)))
+			loggers = append(loggers, ratio(c.Loggers, r.floors.Loggers))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", first.Stage, medianRange(tickets), ratios(tickets), medianRange(loggers), ratios(loggers))
+	}
+	return b.String()
+}
+
+// medianRange formats "1.31× (1.08–1.88×)".
+func medianRange(xs []float64) string {
+	s := slices.Sorted(slices.Values(xs))
+	mid := len(s) / 2
+	median := s[mid]
+	if len(s)%2 == 0 {
+		median = (s[mid-1] + s[mid]) / 2
+	}
+	return fmt.Sprintf("**%.2f×** (%.2f–%.2f×)", median, s[0], s[len(s)-1])
+}
+
+func ratios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // floorMark points at the note under the table when a stage has a ticket

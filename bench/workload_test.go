@@ -21,3 +21,18 @@ func TestInterleave(t *testing.T) {
 		}
 	}
 }
+
+func TestMedianRange(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want string
+	}{
+		{[]float64{1.88, 1.08, 1.27}, "**1.27×** (1.08–1.88×)"},
+		{[]float64{1.5, 1.1, 1.2, 1.9}, "**1.35×** (1.10–1.90×)"},
+		{[]float64{0.97}, "**0.97×** (0.97–0.97×)"},
+	} {
+		if got := medianRange(c.xs); got != c.want {
+			t.Errorf("medianRange(%v) = %q, want %q", c.xs, got, c.want)
+		}
+	}
+}
