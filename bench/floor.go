@@ -165,7 +165,7 @@ func hasStatusSubresource(ctx context.Context, c *harness.Clients, gvr schema.Gr
 
 // recordBooked records the Event stage 06 records for a booking: a Normal
 // "Booked" Event through the events.k8s.io API, with the same fields and a
-// note of the same length. 06 does not wait for its Events: client-go's event
+// note of the same form. 06 does not wait for its Events: client-go's event
 // broadcaster sends them one at a time on a goroutine of its own, apart from
 // the workers. The floor sends them the same way (one goroutine, fed as each
 // status is written), so that the Events share the API server with the
