@@ -9,6 +9,8 @@
 //
 // It prints a markdown table, and writes bench/results/latest.md,
 // latest.json (the same numbers, for programs) and latest.png (the chart).
+// With --repeat R it measures the floors and the stages R times and adds
+// each ratio's median and range (`make bench-targets`).
 // With --memory N it measures stage 06's memory with N tickets cached
 // instead (`make bench-memory`, bench/results/memory.md).
 package main
@@ -107,9 +109,9 @@ func run(kubeconfig string, n, m int, numbers []string, out string, rounds int, 
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, ">> warm-up: loggers %.1fs, tickets %.1fs (not counted)\n", w.Loggers.Seconds(), w.Tickets.Seconds())
-	// One sample of a ratio moves by a third between runs here, so the
-	// targets are judged over several rounds (--repeat): each round
-	// measures the floors again, and then every stage.
+	// One ticket ratio, measured again, moves by half or more here (the
+	// README's "Noise"), so the targets are judged over several rounds
+	// (--repeat): each round measures the floors again, then every stage.
 	var all []round
 	for i := 1; i <= rounds; i++ {
 		if rounds > 1 {
