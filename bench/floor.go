@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,9 @@ import (
 //     ledger (stage 06), also what booking costs there before the status:
 //     the finalizer, then the seat hold, so that 06's time is compared with
 //     the same three writes; and once the status is written, the Booked
-//     Event that 06 records for each booking (see recordBooked).
+//     Event that 06 records for each booking (see recordBooked). That is
+//     more than the lower bound of writes, which leaves Events out: this
+//     floor is the fastest an operator with 06's behaviour could book.
 func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, ledger bool) (floors, error) {
 	var f floors
 	o, err := observe(ctx, c.Dynamic, ns)
@@ -63,12 +66,11 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 			return err
 		})
 	}
-	// booked carries each booked ticket to recordBooked (with ledger only).
-	booked := make(chan *unstructured.Unstructured, n)
-	events := make(chan error, 1)
-	go func() {
-		events <- parallelFrom(1, booked, func(t *unstructured.Unstructured) error { return recordBooked(ctx, c, t) })
-	}()
+	// With ledger, every booking's Event is sent on a goroutine of its own;
+	// events collects them. Waited for on every return, so that none is
+	// still being sent when the namespace is deleted.
+	var events eventSends
+	defer events.wait()
 	book := func(t *unstructured.Unstructured) error {
 		var err error
 		if ledger {
@@ -91,7 +93,7 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 			_, err = r.Update(ctx, t, metav1.UpdateOptions{})
 		}
 		if err == nil && ledger {
-			booked <- t
+			events.send(func() error { return recordBooked(ctx, c, t) })
 		}
 		return err
 	}
@@ -101,9 +103,7 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 	workers := make(chan error, 1)
 	go func() {
 		// The workers run while the creates go on, as an operator's do.
-		err := parallelFrom(floorWorkers, created, book)
-		close(booked)
-		workers <- err
+		workers <- parallelFrom(floorWorkers, created, book)
 	}()
 	err = mixed(n, m, func(i int) error {
 		if i >= n {
@@ -126,11 +126,6 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 	}); err != nil {
 		return f, err
 	}
-	// Untimed, as for the operators: their Events may still be on the way
-	// when the last status is written.
-	if err := <-events; err != nil {
-		return f, fmt.Errorf("recording the Booked Events: %w", err)
-	}
 	f.Loggers, err = waitFor(ctx, start, 10*time.Minute, "floor Deployments", func() (bool, string) {
 		done := 0
 		for _, x := range o.deployments.List() {
@@ -140,7 +135,15 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 		}
 		return done == m, fmt.Sprintf("%d/%d Deployments available", done, m)
 	})
-	return f, err
+	if err != nil {
+		return f, err
+	}
+	// Untimed, as for the operators: their Events may still be on the way
+	// when the last status is written.
+	if err := events.wait(); err != nil {
+		return f, fmt.Errorf("recording the Booked Events: %w", err)
+	}
+	return f, nil
 }
 
 // hasStatusSubresource reads the CRD of gvr and says whether its served
@@ -165,11 +168,11 @@ func hasStatusSubresource(ctx context.Context, c *harness.Clients, gvr schema.Gr
 
 // recordBooked records the Event stage 06 records for a booking: a Normal
 // "Booked" Event through the events.k8s.io API, with the same fields and a
-// note of the same form. 06 does not wait for its Events: client-go's event
-// broadcaster sends them one at a time on a goroutine of its own, apart from
-// the workers. The floor sends them the same way (one goroutine, fed as each
-// status is written), so that the Events share the API server with the
-// bookings as 06's do, and hold up no worker.
+// note of the same form. 06 does not wait for its Events: client-go's
+// events.k8s.io broadcaster sends each one on a goroutine of its own
+// (recordToSink in k8s.io/client-go/tools/events), apart from the workers.
+// The floor sends them the same way, so that the Events share the API server
+// with the bookings as 06's do, and hold up no worker.
 func recordBooked(ctx context.Context, c *harness.Clients, t *unstructured.Unstructured) error {
 	now := metav1.NowMicro()
 	e := &eventsv1.Event{
@@ -188,6 +191,34 @@ func recordBooked(ctx context.Context, c *harness.Clients, t *unstructured.Unstr
 	}
 	_, err := c.Kube.EventsV1().Events(t.GetNamespace()).Create(ctx, e, metav1.CreateOptions{})
 	return err
+}
+
+// eventSends runs each send on a goroutine of its own, as client-go sends
+// Events, and keeps the first error.
+type eventSends struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	first error
+}
+
+func (e *eventSends) send(fn func() error) {
+	e.wg.Go(func() {
+		if err := fn(); err != nil {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.first == nil {
+				e.first = err
+			}
+		}
+	})
+}
+
+// wait returns once every send has returned, with the first error.
+func (e *eventSends) wait() error {
+	e.wg.Wait()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.first
 }
 
 // floorWorkers is the operators' default --workers: the floor books tickets

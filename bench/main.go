@@ -45,6 +45,8 @@ func main() {
 	switch {
 	case *rounds < 1:
 		err = fmt.Errorf("--repeat %d: need at least 1 round", *rounds)
+	case *rounds > 1 && *memory > 0:
+		err = fmt.Errorf("--repeat and --memory do not go together: --memory measures one operator once")
 	case *memory > 0:
 		err = run(*kubeconfig, *memory, 0, []string{"6"}, *out, 1, true)
 	default:
@@ -109,7 +111,7 @@ func run(kubeconfig string, n, m int, numbers []string, out string, rounds int, 
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, ">> warm-up: loggers %.1fs, tickets %.1fs (not counted)\n", w.Loggers.Seconds(), w.Tickets.Seconds())
-	// One ticket ratio, measured again, moves by half or more here (the
+	// One ticket ratio, measured again, can move by half or more here (the
 	// README's "Noise"), so the targets are judged over several rounds
 	// (--repeat): each round measures the floors again, then every stage.
 	var all []round
@@ -122,6 +124,15 @@ func run(kubeconfig string, n, m int, numbers []string, out string, rounds int, 
 			return err
 		}
 		all = append(all, r)
+		if rounds > 1 {
+			// Printed as each round ends, so that a later failure loses
+			// no measurement.
+			for _, res := range r.results {
+				c := res.phase("create")
+				fmt.Fprintf(os.Stderr, ">> round %d: %s tickets %.2f× (%.1f s / floor %.1f s), Loggers %.2f×\n", i, res.Stage,
+					ratio(c.Tickets, res.ticketFloor(r.floors)), c.Tickets.Seconds(), res.ticketFloor(r.floors).Seconds(), ratio(c.Loggers, r.floors.Loggers))
+			}
+		}
 	}
 	results, f := all[len(all)-1].results, all[len(all)-1].floors
 

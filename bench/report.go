@@ -85,7 +85,7 @@ func markdown(results []StageResult, f floors, n, m int, took time.Duration) str
 	for _, r := range results {
 		if r.TicketFloor > 0 {
 			c := r.phase("create")
-			fmt.Fprintf(&b, "\n² %s: against its own floor, %.1f s, measured in the same run: the same floor run with each new ticket given what this stage's behaviour needs: a finalizer, a seat hold, then the status, and the Booked Event the stage records for each booking, sent apart from the workers as client-go sends the stage's. Against the common ticket floor: %.2f×.\n",
+			fmt.Fprintf(&b, "\n² %s: against its own floor, %.1f s, measured in the same run: the same floor run with each new ticket given what this stage's behaviour needs: a finalizer, a seat hold, then the status, and the Booked Event the stage records for each booking, each sent on a goroutine of its own, as client-go sends the stage's. Against the common ticket floor: %.2f×.\n",
 				r.Stage, r.TicketFloor.Seconds(), ratio(c.Tickets, f.Tickets))
 		}
 	}
@@ -161,16 +161,19 @@ func spread(rounds []round) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n#### The ratios over %d rounds\n\n", len(rounds))
 	b.WriteString("The table above is the last round's. Each round measured the floors again, then every stage; a ticket ratio is against the floor that applies to the stage (its own floor, measured in the same round, where it has one).\n\n")
-	b.WriteString("| stage | tickets: median (range) | each round | Loggers: median (range) | each round |\n|---|---|---|---|---|\n")
+	b.WriteString("| stage | tickets: median (range) | each round: ratio (stage / floor) | Loggers: median (range) | each round |\n|---|---|---|---|---|\n")
 	for i, first := range rounds[0].results {
 		var tickets, loggers []float64
+		var times []string
 		for _, r := range rounds {
 			res := r.results[i]
 			c := res.phase("create")
-			tickets = append(tickets, ratio(c.Tickets, res.ticketFloor(r.floors)))
+			floor := res.ticketFloor(r.floors)
+			tickets = append(tickets, ratio(c.Tickets, floor))
 			loggers = append(loggers, ratio(c.Loggers, r.floors.Loggers))
+			times = append(times, fmt.Sprintf("%.2f (%.1f / %.1f s)", ratio(c.Tickets, floor), c.Tickets.Seconds(), floor.Seconds()))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", first.Stage, medianRange(tickets), ratios(tickets), medianRange(loggers), ratios(loggers))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", first.Stage, medianRange(tickets), strings.Join(times, ", "), medianRange(loggers), ratios(loggers))
 	}
 	return b.String()
 }

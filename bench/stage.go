@@ -158,7 +158,7 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 		return res, err
 	}
 	if st.SeatLedger {
-		fmt.Fprintf(os.Stderr, ">> %s: floor with its lower bound's writes: %d tickets, each booked with a finalizer, a seat hold, a status write and a Booked Event, and %d Deployments, at once\n", st.Dir, e.n, e.m)
+		fmt.Fprintf(os.Stderr, ">> %s: its own floor: %d tickets, each booked with a finalizer, a seat hold, a status write and a Booked Event, and %d Deployments, at once\n", st.Dir, e.n, e.m)
 		floor, err := e.measure(true)
 		if err != nil {
 			return res, fmt.Errorf("%s: ticket floor: %w", st.Dir, err)
