@@ -37,9 +37,7 @@ func chart(results []StageResult, f floors, objects float64, path string) error 
 		perObject[i] = float64(total) / objects
 		writes[i] = float64(tot.Sum(isWrite)) / objects
 		bound[i] = float64(r.bound()) / objects
-		c := r.phase("create")
-		ticketRatio[i] = ratio(c.Tickets, r.ticketFloor(f))
-		loggerRatio[i] = ratio(c.Loggers, f.Loggers)
+		ticketRatio[i], loggerRatio[i] = r.createRatios(f)
 	}
 
 	left := plot.New()

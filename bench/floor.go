@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -66,11 +66,11 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 			return err
 		})
 	}
-	// With ledger, every booking's Event is sent on a goroutine of its own;
-	// events collects them. Waited for on every return, so that none is
-	// still being sent when the namespace is deleted.
-	var events eventSends
-	defer events.wait()
+	// With ledger, every booking's Event is sent on a goroutine of its own
+	// (an errgroup keeps the first error). Waited for on every return, so
+	// that none is still being sent when the namespace is deleted.
+	var events errgroup.Group
+	defer events.Wait()
 	book := func(t *unstructured.Unstructured) error {
 		var err error
 		if ledger {
@@ -93,7 +93,7 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 			_, err = r.Update(ctx, t, metav1.UpdateOptions{})
 		}
 		if err == nil && ledger {
-			events.send(func() error { return recordBooked(ctx, c, t) })
+			events.Go(func() error { return recordBooked(ctx, c, t) })
 		}
 		return err
 	}
@@ -140,7 +140,7 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 	}
 	// Untimed, as for the operators: their Events may still be on the way
 	// when the last status is written.
-	if err := events.wait(); err != nil {
+	if err := events.Wait(); err != nil {
 		return f, fmt.Errorf("recording the Booked Events: %w", err)
 	}
 	return f, nil
@@ -191,34 +191,6 @@ func recordBooked(ctx context.Context, c *harness.Clients, t *unstructured.Unstr
 	}
 	_, err := c.Kube.EventsV1().Events(t.GetNamespace()).Create(ctx, e, metav1.CreateOptions{})
 	return err
-}
-
-// eventSends runs each send on a goroutine of its own, as client-go sends
-// Events, and keeps the first error.
-type eventSends struct {
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	first error
-}
-
-func (e *eventSends) send(fn func() error) {
-	e.wg.Go(func() {
-		if err := fn(); err != nil {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if e.first == nil {
-				e.first = err
-			}
-		}
-	})
-}
-
-// wait returns once every send has returned, with the first error.
-func (e *eventSends) wait() error {
-	e.wg.Wait()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.first
 }
 
 // floorWorkers is the operators' default --workers: the floor books tickets

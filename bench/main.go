@@ -128,9 +128,8 @@ func run(kubeconfig string, n, m int, numbers []string, out string, rounds int, 
 			// Printed as each round ends, so that a later failure loses
 			// no measurement.
 			for _, res := range r.results {
-				c := res.phase("create")
-				fmt.Fprintf(os.Stderr, ">> round %d: %s tickets %.2f× (%.1f s / floor %.1f s), Loggers %.2f×\n", i, res.Stage,
-					ratio(c.Tickets, res.ticketFloor(r.floors)), c.Tickets.Seconds(), res.ticketFloor(r.floors).Seconds(), ratio(c.Loggers, r.floors.Loggers))
+				_, loggers := res.createRatios(r.floors)
+				fmt.Fprintf(os.Stderr, ">> round %d: %s tickets %s, Loggers %.2f×\n", i, res.Stage, ticketCell(res, r.floors), loggers)
 			}
 		}
 	}

@@ -68,10 +68,11 @@ func markdown(results []StageResult, f floors, n, m int, took time.Duration) str
 		if r.IdleNote != "" {
 			idle += "¹"
 		}
+		ticketRatio, loggerRatio := r.createRatios(f)
 		fmt.Fprintf(&b, "| %s | %.1f s (%.2f×)%s | %.1f s (%.2f×) | %.1f s | %.1f s | %.2f | %d / %d (%.2f×) | %d | %.2f | %s | %.0f MiB | %.1f s |\n",
 			r.Stage,
-			c.Tickets.Seconds(), ratio(c.Tickets, r.ticketFloor(f)), floorMark(r),
-			c.Loggers.Seconds(), ratio(c.Loggers, f.Loggers),
+			c.Tickets.Seconds(), ticketRatio, floorMark(r),
+			c.Loggers.Seconds(), loggerRatio,
 			r.phase("edit").Both.Seconds(), r.phase("delete").Both.Seconds(),
 			float64(total)/objects, writes, r.bound(), float64(writes)/float64(r.bound()), tot.Sum(isEvent),
 			float64(tot.Sum(isGet))/objects, idle, r.PeakMiB, r.CPU.Seconds())
@@ -166,16 +167,20 @@ func spread(rounds []round) string {
 		var tickets, loggers []float64
 		var times []string
 		for _, r := range rounds {
-			res := r.results[i]
-			c := res.phase("create")
-			floor := res.ticketFloor(r.floors)
-			tickets = append(tickets, ratio(c.Tickets, floor))
-			loggers = append(loggers, ratio(c.Loggers, r.floors.Loggers))
-			times = append(times, fmt.Sprintf("%.2f (%.1f / %.1f s)", ratio(c.Tickets, floor), c.Tickets.Seconds(), floor.Seconds()))
+			t, l := r.results[i].createRatios(r.floors)
+			tickets, loggers = append(tickets, t), append(loggers, l)
+			times = append(times, ticketCell(r.results[i], r.floors))
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", first.Stage, medianRange(tickets), strings.Join(times, ", "), medianRange(loggers), ratios(loggers))
 	}
 	return b.String()
+}
+
+// ticketCell formats one round's ticket ratio with the seconds it divides:
+// "1.32 (13.8 / 10.5 s)".
+func ticketCell(r StageResult, f floors) string {
+	t, _ := r.createRatios(f)
+	return fmt.Sprintf("%.2f (%.1f / %.1f s)", t, r.phase("create").Tickets.Seconds(), r.ticketFloor(f).Seconds())
 }
 
 // medianRange formats "1.31× (1.08–1.88×)".

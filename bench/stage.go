@@ -85,6 +85,13 @@ func (r StageResult) ticketFloor(f floors) time.Duration {
 	return f.Tickets
 }
 
+// createRatios divides the create phase's ticket and Logger times by the
+// floors that apply to the stage.
+func (r StageResult) createRatios(f floors) (tickets, loggers float64) {
+	c := r.phase("create")
+	return ratio(c.Tickets, r.ticketFloor(f)), ratio(c.Loggers, f.Loggers)
+}
+
 type benchEnv struct {
 	ctx        context.Context
 	c          *harness.Clients

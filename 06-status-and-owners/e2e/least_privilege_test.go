@@ -261,22 +261,33 @@ func leaderElectionAs(sa *operatorAccount) features.Feature {
 }
 
 // allowed asks the API server whether the account may do verb on resource in
-// ns ("" for cluster-wide), with a SubjectAccessReview.
+// ns ("" for cluster-wide).
 func allowed(t *testing.T, c *harness.Clients, sa *operatorAccount, verb, group, resource, ns string) bool {
 	t.Helper()
-	sar, err := c.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", sa.namespace, sa.name)
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.namespace, "system:authenticated"}
+	ok, err := mayDo(context.Background(), c, user, groups, verb, group, resource, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// mayDo asks the API server, with a SubjectAccessReview, whether user (a
+// member of groups) may do verb on resource in ns ("" for cluster-wide).
+func mayDo(ctx context.Context, c *harness.Clients, user string, groups []string, verb, group, resource, ns string) (bool, error) {
+	sar, err := c.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   fmt.Sprintf("system:serviceaccount:%s:%s", sa.namespace, sa.name),
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.namespace, "system:authenticated"},
+			User: user, Groups: groups,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Namespace: ns, Verb: verb, Group: group, Resource: resource,
 			},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return false, err
 	}
-	return sar.Status.Allowed
+	return sar.Status.Allowed, nil
 }
 
 // kubectl runs ./bin/kubectl as the account.

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"testing"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,18 +165,8 @@ func impersonated(t *testing.T, w *world, user, file string) dynamic.ResourceInt
 	// once a SubjectAccessReview says the user may get tickets, every rule of
 	// the binding is in force.
 	harness.Eventually(t, converge, user+"'s RoleBinding to take effect", func(ctx context.Context) (bool, string, error) {
-		sar, err := w.c.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-			Spec: authorizationv1.SubjectAccessReviewSpec{
-				User: user, Groups: []string{"system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: w.ns, Verb: "get", Group: ticketGVR.Group, Resource: ticketGVR.Resource,
-				},
-			},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		return sar.Status.Allowed, "allowed=" + strconv.FormatBool(sar.Status.Allowed), nil
+		ok, err := mayDo(ctx, w.c, user, []string{"system:authenticated"}, "get", ticketGVR.Group, ticketGVR.Resource, w.ns)
+		return ok, "allowed=" + strconv.FormatBool(ok), err
 	})
 	cfg := rest.CopyConfig(w.c.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
