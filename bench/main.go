@@ -38,7 +38,7 @@ func main() {
 	only := flag.String("stages", "2,3,4,5,6", "stages to measure, comma-separated")
 	out := flag.String("out", "bench/results", "folder for latest.md and latest.png")
 	rounds := flag.Int("repeat", 1, "rounds: measure the floors and the stages this many times, one round after another, and add each ratio's median and range to the report (make bench-targets)")
-	memory := flag.Int("memory", 0, "instead of the workload: stage 06's memory with this many FlightTickets cached, managedFields stripped and not (bench/results/memory.md)")
+	memory := flag.Int("memory", 0, "instead of the workload: stage 06's memory and CPU with this many FlightTickets cached: managedFields stripped and not, under GOMEMLIMIT, and a booking under GOGC=50 (bench/results/memory.md)")
 	flag.Parse()
 
 	var err error

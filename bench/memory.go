@@ -15,20 +15,37 @@ import (
 // memLimit is the soft memory limit of the GOMEMLIMIT idle run.
 const memLimit = "32MiB"
 
-// memoryRun answers three questions about stage 06 with n FlightTickets:
+// lowGOGC is the garbage collector's setting in the second booking run:
+// collect when the heap has grown by half of what was live at the last
+// collection, instead of by all of it (GOGC=100, the default).
+const lowGOGC = "50"
+
+// memRow is one run of the operator: what it did, how long it took, its
+// peak resident memory and the CPU time it used.
+type memRow struct {
+	what    string
+	took    time.Duration
+	peakMiB float64
+	cpu     time.Duration
+}
+
+// memoryRun answers four questions about stage 06 with n FlightTickets:
 // how much memory does the operator need with all of them in its cache, how
 // much of that is metadata.managedFields, which it strips from the cache
-// (--strip-managed-fields, on by default), and how much a soft memory limit
-// for the Go runtime (GOMEMLIMIT) takes off?
+// (--strip-managed-fields, on by default), and how much memory do the Go
+// runtime's two knobs, a soft memory limit (GOMEMLIMIT) and the collector's
+// pace (GOGC), take off, at what cost in CPU?
 //
 //	go run ./bench --memory 10000     (what `make bench-memory` runs)
 //
-// It creates n tickets, lets the operator book them (its peak RSS while it
-// works), then starts a fresh operator on the booked tickets three times
-// (with stripping, without, and with stripping under GOMEMLIMIT), and takes
-// each one's peak RSS and the share of its executable once it has examined every
-// ticket ("in sync") and written nothing. Loggers are left out: a handful of
-// Deployments would not change the picture.
+// It creates n tickets and lets the operator book them (its peak RSS while
+// it works). Then it starts a fresh operator on the booked tickets three
+// times (with stripping, without, and with stripping under GOMEMLIMIT), and
+// takes each one's peak RSS and the share of its executable once it has
+// examined every ticket ("in sync") and written nothing. Last, it releases
+// the tickets, creates them again and has an operator under GOGC=50 book
+// them. Loggers are left out: a handful of Deployments would not change the
+// picture.
 func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 	if err := e.c.InstallCRDs(e.ctx, st.CRDs); err != nil {
 		return "", err
@@ -48,38 +65,13 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 	}
 	defer obs.stop()
 	args := []string{"--kubeconfig", e.kubeconfig, "--namespace", ns}
-
-	fmt.Fprintf(os.Stderr, ">> memory: creating %d FlightTickets in %s\n", e.n, ns)
-	if err := createAll(e.ctx, e.c.Dynamic, ns, e.n, 0); err != nil {
-		return "", err
-	}
-
-	type row struct {
-		what    string
-		took    time.Duration
-		peakMiB float64
-	}
-	var rows []row
+	m := &memoryBench{e: e, st: st, bin: bin, ns: ns, obs: obs, args: args}
 
 	// 1. The operator books every ticket, with its default flags.
-	fmt.Fprintf(os.Stderr, ">> memory: %s books them (default flags)\n", st.Dir)
-	op, err := startOperator(bin, filepath.Join(e.logs, st.Dir+"-memory-booking.log"), args...)
+	booking, err := m.bookAll(nil, "booking")
 	if err != nil {
 		return "", err
 	}
-	start := time.Now()
-	ctx, stop := op.context(e.ctx)
-	took, err := waitFor(ctx, start, 20*time.Minute, "booking", func() (bool, string) {
-		d := obs.ticketsDone(seatsBefore)
-		return d == e.n, fmt.Sprintf("%d/%d tickets booked", d, e.n)
-	})
-	stop()
-	mib, _ := op.usage()
-	op.stop()
-	if err != nil {
-		return "", fmt.Errorf("%w\nlast operator output:\n%s", err, tail(op.log(), 15))
-	}
-	rows = append(rows, row{fmt.Sprintf("booking %d new tickets", e.n), took, mib})
 
 	// 2. to 4. A fresh operator on the booked tickets: a full cache and
 	// nothing to do. With stripping (the default), without, and with the
@@ -93,6 +85,7 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		{"idle, --strip-managed-fields=false", "strip-false", nil, []string{"--strip-managed-fields=false"}},
 		{"idle, managedFields stripped, GOMEMLIMIT=" + memLimit, "gomemlimit", []string{"GOMEMLIMIT=" + memLimit}, nil},
 	}
+	var idleRows []memRow
 	var binaryMiB float64
 	for i, run := range idle {
 		what := run.what
@@ -113,7 +106,7 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 			return "", err
 		}
 		counts, err := op.counts()
-		mib, _ := op.usage()
+		mib, cpu := op.usage()
 		if i == 0 {
 			binaryMiB = op.residentFileMiB()
 		}
@@ -124,53 +117,120 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		if w := counts.Sum(isWrite); w != 0 {
 			return "", fmt.Errorf("%s: the idle pass wrote %d times; it must write nothing", what, w)
 		}
-		rows = append(rows, row{what, took, mib})
+		idleRows = append(idleRows, memRow{what, took, mib, cpu})
 	}
 
 	// What managedFields weighs in one ticket, as JSON, for the explanation.
 	withMF, withoutMF := ticketSizes(obs)
 
-	// 4. Clean up: the tickets carry the operator's finalizer, so an
-	// operator must give their seats back before they (and the namespace)
-	// can go. Not measured; a higher client rate makes it quick.
-	fmt.Fprintf(os.Stderr, ">> memory: deleting the tickets (an operator releases their seats)\n")
-	op, err = startOperator(bin, filepath.Join(e.logs, st.Dir+"-memory-cleanup.log"),
-		append(args, "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--workers", "8")...)
+	// 5. The same booking with the collector at GOGC=50, on new tickets:
+	// the booked ones go first.
+	if err := m.releaseAll(); err != nil {
+		return "", err
+	}
+	lowGC, err := m.bookAll([]string{"GOGC=" + lowGOGC}, "booking-gogc")
 	if err != nil {
 		return "", err
 	}
-	defer op.stop()
-	if err := deleteAll(e.ctx, e.c.Dynamic, ns, e.n, 0); err != nil {
-		return "", err
-	}
-	ctx, stop = op.context(e.ctx)
-	defer stop()
-	if _, err := waitFor(ctx, time.Now(), 20*time.Minute, "deletion", func() (bool, string) {
-		left := len(obs.tickets.ListKeys())
-		return left == 0, fmt.Sprintf("%d tickets left", left)
-	}); err != nil {
+
+	// 6. Clean up: the tickets carry the operator's finalizer, so an
+	// operator must give their seats back before they (and the namespace)
+	// can go.
+	if err := m.releaseAll(); err != nil {
 		return "", err
 	}
 
+	rows := append(append([]memRow{booking}, idleRows...), lowGC)
+	stripped, unstripped := idleRows[0], idleRows[1]
 	var b strings.Builder
 	fmt.Fprintf(&b, "### make bench-memory: %s with %d FlightTickets cached\n\n", st.Dir, e.n)
 	fmt.Fprintf(&b, "Measured %s on %s/%s with %d cores.\n\n", time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	b.WriteString("| run | time | operator peak RSS |\n|---|---|---|\n")
+	b.WriteString("| run | time | operator peak RSS | operator CPU |\n|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %.1f s | %.0f MiB |\n", r.what, r.took.Seconds(), r.peakMiB)
+		fmt.Fprintf(&b, "| %s | %.1f s | %.0f MiB | %.1f s |\n", r.what, r.took.Seconds(), r.peakMiB, r.cpu.Seconds())
 	}
 	fmt.Fprintf(&b, "\nOf the default idle run's resident memory, **%.0f MiB** are the operator's own executable (RssFile at the end of the pass: code and read-only data, paged in from the binary, the same with one ticket or 10000); the rest is the Go runtime's: the heap, which the garbage collector lets grow to twice what is live (GOGC=100), stacks and bookkeeping. GOMEMLIMIT=%s asks the collector to keep the runtime's memory under that soft limit by collecting more often: CPU for memory. A Deployment sets it from its container's memory limit (config/manager/manager.yaml).\n", binaryMiB, memLimit)
-	saved := rows[2].peakMiB - rows[1].peakMiB
+	saved := unstripped.peakMiB - stripped.peakMiB
 	fmt.Fprintf(&b, "\nStripping managedFields saves **%.0f MiB** of peak RSS with %d tickets cached (%.0f%% of the unstripped peak). ",
-		saved, e.n, 100*saved/rows[2].peakMiB)
+		saved, e.n, 100*saved/unstripped.peakMiB)
 	fmt.Fprintf(&b, "One booked ticket is %d bytes of JSON, %d of them managedFields: the record of which client set which field, for server-side apply, which the operator never reads.\n",
 		withMF, withMF-withoutMF)
-	b.WriteString("\n*Time*: booking, from the operator's start until every ticket shows its booking; idle, from the start until it has examined every ticket and found it in sync. *Peak RSS*: VmHWM of the process.\n")
+	fmt.Fprintf(&b, "\nThe other knob is the collector's pace. With GOGC=%s the collector runs when the heap has grown by half of what is live instead of by all of it: the booking peaked at **%.0f MiB** instead of %.0f, and used **%+.0f%% CPU** (%.1f s against %.1f s) and %+.0f%% time.\n",
+		lowGOGC, lowGC.peakMiB, booking.peakMiB, 100*(lowGC.cpu.Seconds()/booking.cpu.Seconds()-1), lowGC.cpu.Seconds(), booking.cpu.Seconds(), 100*(lowGC.took.Seconds()/booking.took.Seconds()-1))
+	b.WriteString("\n*Time*: booking, from the operator's start until every ticket shows its booking; idle, from the start until it has examined every ticket and found it in sync. *Peak RSS*: VmHWM of the process. *CPU*: user and system time of the process over the run.\n")
 	report := b.String()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
 	return report, os.WriteFile(filepath.Join(out, "memory.md"), []byte(report), 0o644)
+}
+
+// memoryBench is what the runs of memoryRun share: the stage, its
+// operator's binary, the namespace of the tickets, an observer of them and
+// the operator's flags.
+type memoryBench struct {
+	e    *benchEnv
+	st   stage
+	bin  string
+	ns   string
+	obs  *observer
+	args []string
+}
+
+// bookAll creates n new tickets and starts the operator, with env added to
+// its environment, to book them: the run's time, peak RSS and CPU.
+func (m *memoryBench) bookAll(env []string, log string) (memRow, error) {
+	e, st := m.e, m.st
+	what := fmt.Sprintf("booking %d new tickets", e.n)
+	if len(env) > 0 {
+		what += ", " + strings.Join(env, " ")
+	}
+	fmt.Fprintf(os.Stderr, ">> memory: creating %d FlightTickets\n", e.n)
+	if err := createAll(e.ctx, e.c.Dynamic, m.ns, e.n, 0); err != nil {
+		return memRow{}, err
+	}
+	fmt.Fprintf(os.Stderr, ">> memory: %s, %s\n", st.Dir, what)
+	op, err := startOperatorEnv(env, m.bin, filepath.Join(e.logs, fmt.Sprintf("%s-memory-%s.log", st.Dir, log)), m.args...)
+	if err != nil {
+		return memRow{}, err
+	}
+	ctx, stop := op.context(e.ctx)
+	took, err := waitFor(ctx, time.Now(), 20*time.Minute, "booking", func() (bool, string) {
+		d := m.obs.ticketsDone(seatsBefore)
+		return d == e.n, fmt.Sprintf("%d/%d tickets booked", d, e.n)
+	})
+	stop()
+	mib, cpu := op.usage()
+	op.stop()
+	if err != nil {
+		return memRow{}, fmt.Errorf("%w\nlast operator output:\n%s", err, tail(op.log(), 15))
+	}
+	return memRow{what, took, mib, cpu}, nil
+}
+
+// releaseAll deletes every ticket and runs an operator until all are gone:
+// each carries the operator's finalizer, so the operator must give its
+// seats back first. Not measured; a higher client rate and more workers
+// make it quick.
+func (m *memoryBench) releaseAll() error {
+	e := m.e
+	fmt.Fprintf(os.Stderr, ">> memory: deleting the tickets (an operator releases their seats)\n")
+	op, err := startOperator(m.bin, filepath.Join(e.logs, m.st.Dir+"-memory-cleanup.log"),
+		append(m.args, "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--workers", "8")...)
+	if err != nil {
+		return err
+	}
+	defer op.stop()
+	if err := deleteAll(e.ctx, e.c.Dynamic, m.ns, e.n, 0); err != nil {
+		return err
+	}
+	ctx, stop := op.context(e.ctx)
+	defer stop()
+	_, err = waitFor(ctx, time.Now(), 20*time.Minute, "deletion", func() (bool, string) {
+		left := len(m.obs.tickets.ListKeys())
+		return left == 0, fmt.Sprintf("%d tickets left", left)
+	})
+	return err
 }
 
 // ticketSizes returns the JSON size of one cached ticket with and without
