@@ -11,8 +11,10 @@
 // latest.json (the same numbers, for programs) and latest.png (the chart).
 // With --repeat R it measures the floors and the stages R times and adds
 // each ratio's median and range (`make bench-targets`).
-// With --memory N it measures stage 06's memory with N tickets cached
-// instead (`make bench-memory`, bench/results/memory.md).
+// With --memory N it measures instead stage 06's memory and CPU with N
+// tickets cached, and what stripping managedFields and the Go runtime's
+// knobs (GOMEMLIMIT, GOGC) take off (`make bench-memory`,
+// bench/results/memory.md).
 package main
 
 import (

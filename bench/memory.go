@@ -155,7 +155,7 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		saved, e.n, 100*saved/unstripped.peakMiB)
 	fmt.Fprintf(&b, "One booked ticket is %d bytes of JSON, %d of them managedFields: the record of which client set which field, for server-side apply, which the operator never reads.\n",
 		withMF, withMF-withoutMF)
-	fmt.Fprintf(&b, "\nThe other knob is the collector's pace. With GOGC=%s the collector runs when the heap has grown by half of what is live instead of by all of it: the booking peaked at **%.0f MiB** instead of %.0f, and used **%+.0f%% CPU** (%.1f s against %.1f s) and %+.0f%% time.\n",
+	fmt.Fprintf(&b, "\nThe other knob is the collector's pace. With GOGC=%s the collector runs when the heap has grown by half of what is live instead of by all of it: the booking peaked at **%.0f MiB** instead of %.0f; its CPU time changed by **%+.0f%%** (%.1f s against %.1f s) and its time by %+.0f%%.\n",
 		lowGOGC, lowGC.peakMiB, booking.peakMiB, 100*(lowGC.cpu.Seconds()/booking.cpu.Seconds()-1), lowGC.cpu.Seconds(), booking.cpu.Seconds(), 100*(lowGC.took.Seconds()/booking.took.Seconds()-1))
 	b.WriteString("\n*Time*: booking, from the operator's start until every ticket shows its booking; idle, from the start until it has examined every ticket and found it in sync. *Peak RSS*: VmHWM of the process. *CPU*: user and system time of the process over the run.\n")
 	report := b.String()
@@ -185,7 +185,7 @@ func (m *memoryBench) bookAll(env []string, log string) (memRow, error) {
 	if len(env) > 0 {
 		what += ", " + strings.Join(env, " ")
 	}
-	fmt.Fprintf(os.Stderr, ">> memory: creating %d FlightTickets\n", e.n)
+	fmt.Fprintf(os.Stderr, ">> memory: creating %d FlightTickets in %s\n", e.n, m.ns)
 	if err := createAll(e.ctx, e.c.Dynamic, m.ns, e.n, 0); err != nil {
 		return memRow{}, err
 	}
