@@ -65,6 +65,7 @@ type options struct {
 	burst int
 
 	stripManagedFields bool
+	internStrings      bool
 
 	metricsAddr   string
 	metricsSecure bool
@@ -98,6 +99,7 @@ func parseFlags() options {
 	flag.Float64Var(&o.qps, "kube-api-qps", 300, "requests per second the operator may send to the API server, on average")
 	flag.IntVar(&o.burst, "kube-api-burst", 600, "requests the operator may send at once, above --kube-api-qps, after a quiet spell")
 	flag.BoolVar(&o.stripManagedFields, "strip-managed-fields", true, "drop metadata.managedFields before objects enter the cache (false only to measure what it saves: make bench-memory)")
+	flag.BoolVar(&o.internStrings, "intern-strings", true, "let all cached tickets share one copy of the strings they repeat, such as the route and the status's reasons (false only to measure what it saves: make bench-memory)")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `address of the Prometheus /metrics endpoint ("0" turns it off)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS, only to callers the API server authenticates and allows to GET /metrics (false: plain HTTP to anyone, for local experiments only)")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
@@ -229,12 +231,10 @@ func managerOptions(o options, scheme *runtime.Scheme) ctrl.Options {
 		// ends right after Start returns.
 		LeaderElectionReleaseOnCancel: true,
 	}
-	if o.stripManagedFields {
-		// managedFields records which client set which field, for
-		// server-side apply. It is often the largest part of a small
-		// object, and the operator never reads it: drop it before an
-		// object enters the cache. (README.md has the memory it saves.)
-		opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	if o.stripManagedFields || o.internStrings {
+		// Trim every object before it enters the cache, where it stays for
+		// as long as the operator runs (cache_transform.go).
+		opts.Cache.DefaultTransform = cacheTransform(o.stripManagedFields, o.internStrings)
 	}
 	if o.namespace != "" {
 		// The cache lists and watches only this namespace, for every kind.
