@@ -81,9 +81,10 @@ type options struct {
 }
 
 func main() {
+	gcPace := setGCPace() // memory.go
 	o := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
-	if err := run(o); err != nil {
+	if err := run(o, gcPace); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "operator failed")
 		os.Exit(1)
 	}
@@ -117,7 +118,7 @@ func parseFlags() options {
 	return o
 }
 
-func run(o options) error {
+func run(o options, gcPace string) error {
 	log := ctrl.Log.WithName("setup")
 
 	// The scheme maps Go types to API kinds: the built-in ones (Deployment)
@@ -182,7 +183,7 @@ func run(o options) error {
 	// exits at once) and the Manager has stopped the controllers, released
 	// the Lease and closed the endpoints.
 	ctx := ctrl.SetupSignalHandler()
-	log.Info("starting", "namespace", displayNamespace(o.namespace), "ledgerNamespace", ledger.Namespace, "workers", o.workers, "leaderElection", o.leaderElect)
+	log.Info("starting", "namespace", displayNamespace(o.namespace), "ledgerNamespace", ledger.Namespace, "workers", o.workers, "leaderElection", o.leaderElect, "GOGC", gcPace)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	select {
@@ -233,7 +234,7 @@ func managerOptions(o options, scheme *runtime.Scheme) ctrl.Options {
 	}
 	if o.stripManagedFields || o.internStrings {
 		// Trim every object before it enters the cache, where it stays for
-		// as long as the operator runs (cache_transform.go).
+		// as long as the operator runs (memory.go).
 		opts.Cache.DefaultTransform = cacheTransform(o.stripManagedFields, o.internStrings)
 	}
 	if o.namespace != "" {

@@ -12,8 +12,8 @@
 // With --repeat R it measures the floors and the stages R times and adds
 // each ratio's median and range (`make bench-targets`).
 // With --memory N it measures instead stage 06's memory and CPU with N
-// tickets cached, and what stripping managedFields and the Go runtime's
-// knobs (GOMEMLIMIT, GOGC) take off (`make bench-memory`,
+// tickets cached, and what stripping managedFields, interning strings and
+// the Go runtime's knobs (GOMEMLIMIT, GOGC) take off (`make bench-memory`,
 // bench/results/memory.md).
 package main
 
@@ -40,7 +40,7 @@ func main() {
 	only := flag.String("stages", "2,3,4,5,6", "stages to measure, comma-separated")
 	out := flag.String("out", "bench/results", "folder for latest.md and latest.png")
 	rounds := flag.Int("repeat", 1, "rounds: measure the floors and the stages this many times, one round after another, and add each ratio's median and range to the report (make bench-targets)")
-	memory := flag.Int("memory", 0, "instead of the workload: stage 06's memory and CPU with this many FlightTickets cached: managedFields stripped and not, under GOMEMLIMIT, and a booking under GOGC=50 (bench/results/memory.md)")
+	memory := flag.Int("memory", 0, "instead of the workload: stage 06's memory and CPU with this many FlightTickets cached: managedFields stripped and not, strings interned and not, under GOMEMLIMIT, and a booking at Go's default GOGC=100 (bench/results/memory.md)")
 	flag.Parse()
 
 	var err error

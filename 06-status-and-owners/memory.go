@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"runtime/debug"
+	"strconv"
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,10 +13,38 @@ import (
 	flightsv1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/flights/v1"
 )
 
+// Two things keep the operator's memory down with thousands of tickets: a
+// cache that holds less per object (cacheTransform), and a garbage collector
+// that lets the heap grow less past what is live (setGCPace). README.md has
+// what each saves, measured by make bench-memory.
+
+// defaultGCPercent is the garbage collector's pace unless GOGC is set.
+const defaultGCPercent = 75
+
+// setGCPace sets the collector's pace to defaultGCPercent, unless the
+// environment sets GOGC, and returns the pace in effect.
+//
+// The collector runs when the heap has grown by GOGC percent of what was
+// live after the last collection, so the heap peaks at about 1 + GOGC/100
+// times what is live. Go's default is 100: twice. Booking 10,000 tickets at
+// once ends with about 24 MB live: the cached tickets, and a copy of every
+// Booked Event, which client-go keeps for six minutes to fold repeats into
+// a series. At 100 that booking peaked at 79 to 82 MiB, over the course's
+// budget of 80; at 75 it peaks lower for CPU time within the bench's
+// run-to-run noise. Lower paces cost more: GOGC=50 took about a third more
+// CPU in make bench-memory.
+func setGCPace() string {
+	if env := os.Getenv("GOGC"); env != "" {
+		return env // the runtime has read it already
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return strconv.Itoa(defaultGCPercent)
+}
+
 // cacheTransform returns what every object goes through after it is decoded
 // and before it enters the cache. The cache holds every ticket for as long
 // as the operator runs, so what is trimmed here is trimmed 10,000 times with
-// 10,000 tickets (README.md has the numbers, from make bench-memory).
+// 10,000 tickets.
 //
 //   - stripManagedFields drops metadata.managedFields: the record of which
 //     client set which field, for server-side apply. It is often the largest

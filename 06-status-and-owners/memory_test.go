@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"testing"
 	"unsafe"
 
@@ -116,5 +117,30 @@ func TestCacheTransformOtherKinds(t *testing.T) {
 	}
 	if got != d || d.ManagedFields != nil || d.Name != "heartbeat" {
 		t.Errorf("the Deployment came out as %+v; want the same object without managedFields", got)
+	}
+}
+
+func TestGCPace(t *testing.T) {
+	// SetGCPercent returns the pace it replaces: this reads it and puts
+	// the test binary's own pace back at the end.
+	previous := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(previous) })
+
+	t.Setenv("GOGC", "")
+	if got := setGCPace(); got != "75" {
+		t.Errorf("GOGC unset: setGCPace reported %q, want 75", got)
+	}
+	if pace := debug.SetGCPercent(100); pace != defaultGCPercent {
+		t.Errorf("GOGC unset: the collector's pace is %d, want %d", pace, defaultGCPercent)
+	}
+
+	// GOGC in the environment wins: the runtime read it at start, and
+	// setGCPace leaves the pace alone.
+	t.Setenv("GOGC", "120")
+	if got := setGCPace(); got != "120" {
+		t.Errorf("GOGC=120: setGCPace reported %q, want 120", got)
+	}
+	if pace := debug.SetGCPercent(100); pace != 100 {
+		t.Errorf("GOGC=120: setGCPace changed the pace to %d; it must leave it", pace)
 	}
 }
