@@ -55,8 +55,6 @@ func TestCacheTransformSharesRepeatedStrings(t *testing.T) {
 	transformAll(t, cacheTransform(true, true), a, b)
 
 	shared := map[string][2]string{
-		"apiVersion":                   {a.APIVersion, b.APIVersion},
-		"kind":                         {a.Kind, b.Kind},
 		"namespace":                    {a.Namespace, b.Namespace},
 		"finalizer":                    {a.Finalizers[0], b.Finalizers[0]},
 		"spec.from":                    {a.Spec.From, b.Spec.From},
