@@ -26,13 +26,13 @@ const defaultGCPercent = 75
 //
 // The collector runs when the heap has grown by GOGC percent of what was
 // live after the last collection, so the heap peaks at about 1 + GOGC/100
-// times what is live. Go's default is 100: twice. Booking 10,000 tickets at
-// once ends with about 24 MB live: the cached tickets, and a copy of every
-// Booked Event, which client-go keeps for six minutes to fold repeats into
-// a series. At 100 that booking peaked at 79 to 82 MiB, over the course's
-// budget of 80; at 75 it peaks lower for CPU time within the bench's
-// run-to-run noise. Lower paces cost more: GOGC=50 took about a third more
-// CPU in make bench-memory.
+// times what is live: twice at Go's default of 100. Most of the time, what
+// is live is mainly the cache. A burst of bookings adds a copy of every
+// Booked Event, which client-go keeps for six to twelve minutes to fold
+// repeats into a series: booking 10,000 tickets at once, at 100, the
+// operator peaked just over the course's budget of 80 MiB. 75 keeps it
+// under, for a little more of the collector's CPU. README.md has the
+// measurements, and what lower paces cost.
 func setGCPace() string {
 	if env := os.Getenv("GOGC"); env != "" {
 		return env // the runtime has read it already
@@ -79,8 +79,10 @@ func cacheTransform(stripManagedFields, internStrings bool) toolscache.Transform
 // decoder empties apiVersion and kind of typed objects; nothing to share.)
 //
 // This is safe because Go strings are immutable: nothing can change the
-// shared copy through one ticket. No handle is kept, so an interned value
-// that no ticket uses any more is garbage collected like any other string.
+// shared copy through one ticket. No unique.Handle is kept, so after a
+// collection the package may forget a value and start a new shared copy
+// for the tickets decoded next; the older tickets keep theirs, and a copy
+// no ticket uses any more is collected like any other string.
 func internTicketStrings(t *flightsv1.FlightTicket) {
 	intern(&t.Namespace)
 	for i := range t.Finalizers {
