@@ -31,8 +31,9 @@ const defaultGCPercent = 75
 // Booked Event, which client-go keeps for six to twelve minutes to fold
 // repeats into a series: booking 10,000 tickets at once, at 100, the
 // operator peaked just over the course's budget of 80 MiB. 75 keeps it
-// under, for a little more of the collector's CPU. README.md has the
-// measurements, and what lower paces cost.
+// under, for more frequent collections whose CPU cost stayed within the
+// noise between runs. README.md has the measurements, and what lower paces
+// cost.
 func setGCPace() string {
 	if env := os.Getenv("GOGC"); env != "" {
 		return env // the runtime has read it already

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -162,14 +163,24 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		withMF, withMF-withoutMF)
 	fmt.Fprintf(&b, "\nInterning the strings every ticket repeats (the route, the finalizer, the status's phase, reasons and messages) saves **%.0f MiB** more: without it each decoded ticket holds its own copy of each.\n",
 		uninterned.peakMiB-stripped.peakMiB)
-	fmt.Fprintf(&b, "\nThe other knob is the collector's pace. The operator sets GOGC=75 unless the environment sets it: the collector runs when the heap has grown by 75%% of what is live, not by all of it. At Go's default, GOGC=%s, the booking peaked at **%.0f MiB** instead of %.0f; at 75 its CPU time changed by **%+.0f%%** (%.1f s against %.1f s) and its time by %+.0f%%.\n",
-		goDefaultGOGC, goDefault.peakMiB, booking.peakMiB, 100*(booking.cpu.Seconds()/goDefault.cpu.Seconds()-1), booking.cpu.Seconds(), goDefault.cpu.Seconds(), 100*(booking.took.Seconds()/goDefault.took.Seconds()-1))
+	fmt.Fprintf(&b, "\nThe other knob is the collector's pace. The operator sets GOGC=75 unless the environment sets it: the collector runs when the heap has grown by 75%% of what is live, not by all of it. At Go's default, GOGC=%s, the booking peaked at **%.0f MiB** instead of %.0f; at 75 its CPU time changed by **%s** (%.1f s against %.1f s) and its time by %s.\n",
+		goDefaultGOGC, goDefault.peakMiB, booking.peakMiB, change(booking.cpu, goDefault.cpu), booking.cpu.Seconds(), goDefault.cpu.Seconds(), change(booking.took, goDefault.took))
 	b.WriteString("\n*Time*: booking, from the operator's start until every ticket shows its booking; idle, from the start until it has examined every ticket and found it in sync. *Peak RSS*: VmHWM of the process. *CPU*: user and system time of the process over the run.\n")
 	report := b.String()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
 	return report, os.WriteFile(filepath.Join(out, "memory.md"), []byte(report), 0o644)
+}
+
+// change is how much a differs from b, as a signed whole percentage: "+16%",
+// "-3%", and "+0%" for less than half a percent either way.
+func change(a, b time.Duration) string {
+	pct := math.Round(100 * (a.Seconds()/b.Seconds() - 1))
+	if pct == 0 {
+		pct = 0 // not "-0"
+	}
+	return fmt.Sprintf("%+.0f%%", pct)
 }
 
 // memoryBench is what the runs of memoryRun share: the stage, its

@@ -3,6 +3,7 @@ package main
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestInterleave(t *testing.T) {
@@ -33,6 +34,22 @@ func TestMedianRange(t *testing.T) {
 	} {
 		if got := medianRange(c.xs); got != c.want {
 			t.Errorf("medianRange(%v) = %q, want %q", c.xs, got, c.want)
+		}
+	}
+}
+
+func TestChange(t *testing.T) {
+	for _, c := range []struct {
+		a, b float64 // seconds
+		want string
+	}{
+		{26.3, 22.6, "+16%"},
+		{22.9, 23.7, "-3%"},
+		{24.08, 24.1, "+0%"}, // -0.08%: no "-0%"
+		{24.1, 24.1, "+0%"},
+	} {
+		if got := change(time.Duration(c.a*float64(time.Second)), time.Duration(c.b*float64(time.Second))); got != c.want {
+			t.Errorf("change(%v s, %v s) = %q, want %q", c.a, c.b, got, c.want)
 		}
 	}
 }
