@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -17,8 +18,9 @@ import (
 const memLimit = "32MiB"
 
 // goDefaultGOGC is the garbage collector's pace in the second booking run:
-// Go's default, where the operator sets 75 (setGCPace in 06's memory.go).
-// The run prices that choice: the memory it saves, the CPU it costs.
+// Go's default, where the operator sets its own (setGCPace in 06's
+// memory.go). The run prices that choice: the memory it saves, the CPU it
+// costs.
 const goDefaultGOGC = "100"
 
 // memRow is one run of the operator: what it did, how long it took, its
@@ -28,6 +30,7 @@ type memRow struct {
 	took    time.Duration
 	peakMiB float64
 	cpu     time.Duration
+	gogc    string // the collector's pace, as the operator logged it
 }
 
 // memoryRun answers five questions about stage 06 with n FlightTickets:
@@ -123,7 +126,7 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		if w := counts.Sum(isWrite); w != 0 {
 			return "", fmt.Errorf("%s: the idle pass wrote %d times; it must write nothing", what, w)
 		}
-		idleRows = append(idleRows, memRow{what, took, mib, cpu})
+		idleRows = append(idleRows, memRow{what, took, mib, cpu, loggedGOGC(op.log())})
 	}
 
 	// What managedFields weighs in one ticket, as JSON, for the explanation.
@@ -155,7 +158,7 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %.1f s | %.0f MiB | %.1f s |\n", r.what, r.took.Seconds(), r.peakMiB, r.cpu.Seconds())
 	}
-	fmt.Fprintf(&b, "\nOf the default idle run's resident memory, **%.0f MiB** are the operator's own executable (RssFile at the end of the pass: code and read-only data, paged in from the binary, the same with one ticket or 10000); the rest is the Go runtime's: the heap, which the garbage collector lets grow to 1.75 times what is live (GOGC=75, which the operator sets), stacks and bookkeeping. GOMEMLIMIT=%s asks the collector to keep the runtime's memory under that soft limit by collecting more often: CPU for memory. A Deployment sets it from its container's memory limit (config/manager/manager.yaml).\n", binaryMiB, memLimit)
+	fmt.Fprintf(&b, "\nOf the default idle run's resident memory, **%.0f MiB** are the operator's own executable (RssFile at the end of the pass: code and read-only data, paged in from the binary, the same with one ticket or 10000); the rest is the Go runtime's: the heap, which the garbage collector lets grow by GOGC percent past what is live (the operator ran at GOGC=%s), stacks and bookkeeping. GOMEMLIMIT=%s asks the collector to keep the runtime's memory under that soft limit by collecting more often: CPU for memory. A Deployment sets it from its container's memory limit (config/manager/manager.yaml).\n", binaryMiB, stripped.gogc, memLimit)
 	saved := unstripped.peakMiB - stripped.peakMiB
 	fmt.Fprintf(&b, "\nStripping managedFields saves **%.0f MiB** of peak RSS with %d tickets cached (%.0f%% of the unstripped peak). ",
 		saved, e.n, 100*saved/unstripped.peakMiB)
@@ -163,8 +166,8 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		withMF, withMF-withoutMF)
 	fmt.Fprintf(&b, "\nInterning the strings every ticket repeats (the route, the finalizer, the status's phase, reasons and messages): without it, when each decoded ticket holds its own copy of each, the idle run peaked at **%.0f MiB**, against %.0f with it. A peak this small moves by a few MiB with when the collector happens to run.\n",
 		uninterned.peakMiB, stripped.peakMiB)
-	fmt.Fprintf(&b, "\nThe other knob is the collector's pace. The operator sets GOGC=75 unless the environment sets it: the collector runs when the heap has grown by 75%% of what is live, not by all of it. At Go's default, GOGC=%s, the booking peaked at **%.0f MiB** instead of %.0f; at 75 its CPU time changed by **%s** (%.1f s against %.1f s) and its time by %s.\n",
-		goDefaultGOGC, goDefault.peakMiB, booking.peakMiB, change(booking.cpu, goDefault.cpu), booking.cpu.Seconds(), goDefault.cpu.Seconds(), change(booking.took, goDefault.took))
+	fmt.Fprintf(&b, "\nThe other knob is the collector's pace. The operator sets its own unless the environment sets GOGC, and its starting line says which: the booking ran at GOGC=%s. At Go's default, GOGC=%s, the booking peaked at **%.0f MiB** instead of %.0f; at %s its CPU time changed by **%s** (%.1f s against %.1f s) and its time by %s.\n",
+		booking.gogc, goDefaultGOGC, goDefault.peakMiB, booking.peakMiB, booking.gogc, change(booking.cpu, goDefault.cpu), booking.cpu.Seconds(), goDefault.cpu.Seconds(), change(booking.took, goDefault.took))
 	b.WriteString("\n*Time*: booking, from the operator's start until every ticket shows its booking; idle, from the start until it has examined every ticket and found it in sync. *Peak RSS*: VmHWM of the process. *CPU*: user and system time of the process over the run.\n")
 	report := b.String()
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -182,6 +185,17 @@ func change(a, b time.Duration) string {
 	}
 	return fmt.Sprintf("%+.0f%%", pct)
 }
+
+// loggedGOGC is the collector's pace an operator of stage 06 logged in its
+// starting line ("GOGC": "75"), or "?" if the log has none.
+func loggedGOGC(log string) string {
+	if m := gogcInLog.FindStringSubmatch(log); m != nil {
+		return m[1]
+	}
+	return "?"
+}
+
+var gogcInLog = regexp.MustCompile(`"GOGC": "([^"]*)"`)
 
 // memoryBench is what the runs of memoryRun share: the stage, its
 // operator's binary, the namespace of the tickets, an observer of them and
@@ -223,7 +237,7 @@ func (m *memoryBench) bookAll(env []string, log string) (memRow, error) {
 	if err != nil {
 		return memRow{}, fmt.Errorf("%w\nlast operator output:\n%s", err, tail(op.log(), 15))
 	}
-	return memRow{what, took, mib, cpu}, nil
+	return memRow{what, took, mib, cpu, loggedGOGC(op.log())}, nil
 }
 
 // releaseAll deletes every ticket and runs an operator until all are gone:
