@@ -121,7 +121,7 @@ lab-%: cluster ## cluster, CRDs, stage N's operator in the background, samples, 
 	@labs/lab.sh lab $*
 
 .PHONY: diff-%
-diff-%: ## what stage N changes in stage N-1 (generated code left out).
+diff-%: ## what stage N changes in stage N-1: stage names normalised, generated code and tests left out (TESTS=1 shows tests).
 	@labs/diff.sh $*
 
 .PHONY: exercise-%

@@ -22,7 +22,7 @@ func TestRBACDoesNotGrow(t *testing.T) {
 		"ClusterRole/operator-flow-05-manager": {
 			// Create, repair and clean up Loggers' Deployments; the cache
 			// lists and watches them (no get: reads come from the cache).
-			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "delete", "list", "update", "watch"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "delete", "list", "patch", "watch"}},
 			// The metrics endpoint asks the API server who a caller is and
 			// whether they may read /metrics (metricsOptions in main.go).
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},

@@ -6,8 +6,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -21,7 +25,17 @@ import (
 // reads go to the cache, which lists and watches.
 //
 // +kubebuilder:rbac:groups=example.com,resources=loggers,verbs=list;watch;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch;delete
+
+// CacheByObject tells the Manager's cache to hold only the Deployments this
+// operator made (main.go passes it to cache.Options.ByObject), as 04's
+// informer did with its label selector: the cache holds what the operator
+// needs, not every Deployment in the cluster, and a Deployment someone else
+// made is never seen, so never touched.
+func CacheByObject() map[client.Object]cache.ByObject {
+	selector, _ := labels.Parse(managedBySelector) // a constant that parses
+	return map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Label: selector}}
+}
 
 // LoggerReconciler keeps one Deployment per Logger, repairs drift in it,
 // deletes it when the Logger is gone, and writes the Logger's status.state.
@@ -38,116 +52,148 @@ type LoggerReconciler struct {
 func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&examplev1.Logger{}).
-		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(loggerForDeployment)).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(handleObject)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 
-// loggerForDeployment maps a Deployment event to the Logger to reconcile.
-//
-// Stage 06 sets an owner reference on the Deployment and replaces this
-// function with Owns(&appsv1.Deployment{}), which maps through that
-// reference. Here there is none yet, so the Deployment's labels name its
-// Logger. managed-by is checked too, because other tools (Helm, for one) use
-// the instance label as well; their Deployments must not wake our Loggers.
-func loggerForDeployment(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	if l[labelManagedBy] != managedBy || l[labelInstance] == "" {
+// handleObject maps a Deployment event to the Logger to reconcile. Nothing
+// but its labels links a Deployment to its Logger (owner references are
+// stage 06's lesson). The cache holds only Deployments labelled managed-by
+// this operator (CacheByObject); app.kubernetes.io/instance names the
+// Logger.
+func handleObject(ctx context.Context, obj client.Object) []reconcile.Request {
+	logger := obj.GetLabels()[instanceLabel]
+	if logger == "" {
+		logf.FromContext(ctx).Info("not the Deployment of a Logger", "deployment", client.ObjectKeyFromObject(obj), "missing label", instanceLabel)
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[labelInstance]}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: logger}}}
 }
 
-// Reconcile makes the world match one Logger. It is called with the Logger's
-// namespace/name, not with an event: it looks at what exists now and acts on
-// that, so it is the same code whether the Logger was created, edited or
-// deleted, or its Deployment was changed.
+// Reconcile makes the world match one Logger: 04's syncLogger, called by
+// controller-runtime with the Logger's namespace/name. It looks at what
+// exists now and acts on that, so it is the same code whether the Logger
+// was created, edited or deleted, or its Deployment was changed.
 func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
+	log := logf.FromContext(ctx) // already carries the Logger's namespace and name
+	namespace, name := req.Namespace, req.Name
 
 	// 1. Read the Logger from the cache (a deep copy, ours to change).
-	var logger examplev1.Logger
-	if err := r.Get(ctx, req.NamespacedName, &logger); apierrors.IsNotFound(err) {
-		// 2. The Logger is gone. Without an owner reference (stage 06) no
-		//    garbage collector will remove its Deployment, so we do. Note
-		//    what triggers this: not a delete event we must not miss, but
-		//    any reconcile of a name that no longer exists. When a Logger
-		//    is deleted while the operator is down, the Deployment watch
-		//    lists its Deployment at start-up, maps it here, and this step
-		//    cleans up after all.
-		return ctrl.Result{}, r.deleteDeployment(ctx, req.NamespacedName)
+	var l examplev1.Logger
+	if err := r.Get(ctx, req.NamespacedName, &l); apierrors.IsNotFound(err) {
+		// 2. The Logger is gone. The queue holds names, not events, so this
+		//    is what a delete looks like here. It also catches a Logger
+		//    deleted while the operator was down: at start-up the
+		//    Deployment watch lists its Deployment, handleObject maps it
+		//    here, and here it is, gone.
+		return ctrl.Result{}, r.deleteDeployment(ctx, namespace, name)
 	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := checkSpec(l.Spec); err != nil {
 		return ctrl.Result{}, err
 	}
 
 	// 3. Work out the Deployment the Logger asks for.
-	want := desiredDeployment(&logger, r.Image)
+	want := desiredDeployment(namespace, name, l.Spec, r.Image)
 
 	// 4. Create it, or repair it when it drifted.
-	var have appsv1.Deployment
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), &have)
+	wrote := true
+	var d appsv1.Deployment
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), &d)
 	switch {
 	case apierrors.IsNotFound(err):
-		// A failed create (a ResourceQuota, an admission webhook, the API
-		// server being away) is returned as an error: controller-runtime
-		// logs it with the Logger's name and retries with exponential
-		// backoff, while the other Loggers carry on.
-		if err := r.Create(ctx, want); err != nil {
-			return ctrl.Result{}, fmt.Errorf("creating deployment %s: %w", want.Name, err)
+		if err := r.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			// The cache lags behind the API server: we made this Deployment
+			// a moment ago and its event has not arrived yet. That event
+			// queues this Logger again, with the Deployment in the cache.
+			log.Info("Deployment exists but is not in the cache yet; its event will follow", "deployment", want.Name)
+			return ctrl.Result{}, nil
+		} else if err != nil {
+			// Returned, so that controller-runtime tries again with backoff
+			// (a quota, an admission policy, the API server being away).
+			return ctrl.Result{}, fmt.Errorf("creating Deployment %s: %w", want.Name, err)
 		}
 		log.Info("created deployment", "deployment", want.Name)
-		have = *want
+		d = *want
 	case err != nil:
 		return ctrl.Result{}, err
-	case !managedFor(&have, logger.Name):
-		// Someone else's Deployment has the name we need. Never take it
-		// over; say so, and try again later in case it goes away.
-		return ctrl.Result{}, fmt.Errorf("deployment %s exists and is not managed by %s; not touching it", have.Name, managedBy)
-	case drifted(&have, want):
-		repair(&have, want)
-		if err := r.Update(ctx, &have); err != nil {
-			return ctrl.Result{}, fmt.Errorf("repairing deployment %s: %w", have.Name, err)
+	case deploymentDrifted(&d, want):
+		// The same JSON merge patch as 02 to 04 (repairPatch says why not
+		// an Update), sent through controller-runtime's client.
+		if err := r.Patch(ctx, &d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
+			return ctrl.Result{}, fmt.Errorf("updating Deployment %s: %w", want.Name, err)
 		}
-		log.Info("repaired deployment", "deployment", have.Name)
+		log.Info("repaired deployment", "deployment", want.Name)
+	default:
+		wrote = false
 	}
 
 	// 5. Report whether its pods are up, writing only when the state
-	//    changed. As for tickets, a merge patch of just status.state: the
-	//    Deployment events that brought us here often arrive before the
-	//    event of our own last write, so the cached Logger is a version
-	//    behind, and an Update would fail with 409 Conflict for nothing.
-	state := loggerState(&have)
-	if logger.Status.State == state {
+	//    changed.
+	changed, err := r.writeState(ctx, &l, loggerState(&d))
+	if err == nil && !changed && !wrote {
 		// docs/behaviour.md: "in sync" plus namespace/name, which tests
 		// and `make bench` wait for.
 		log.Info("in sync", "key", req.String())
-		return ctrl.Result{}, nil
 	}
-	patch := client.MergeFrom(logger.DeepCopy())
-	logger.Status.State = state
-	if err := r.Patch(ctx, &logger, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	return ctrl.Result{}, err
+}
+
+// checkSpec refuses a spec the operator cannot act on: an interval under a
+// second makes a pod that prints without pause, and the API server refuses a
+// Deployment with negative replicas every time. The CRD rejects both, but
+// an object stored before its schema had these bounds can still carry them.
+// Trying again would not change the spec, so the error is terminal:
+// controller-runtime logs it and does not retry until the Logger changes
+// (04's errPermanent).
+func checkSpec(s examplev1.LoggerSpec) error {
+	if s.TimeInterval < 1 {
+		return reconcile.TerminalError(fmt.Errorf("spec.timeInterval is %d, and must be at least 1", s.TimeInterval))
 	}
-	log.Info("status written", "state", state)
-	return ctrl.Result{}, nil
+	if r := ptr.Deref(s.Replicas, 1); r < 0 {
+		return reconcile.TerminalError(fmt.Errorf("spec.replicas is %d, and must not be negative", r))
+	}
+	return nil
+}
+
+// writeState sets status.state when it differs, and reports whether it
+// wrote. Without a status subresource (stage 06 adds one) status is an
+// ordinary part of the object. 04 sent an Update of the whole Logger; this
+// is a merge patch of just status.state: the Deployment events that bring
+// us here often arrive before the event of our own last write, so the
+// cached Logger is a version behind, and an Update, which carries its
+// resourceVersion, would fail with 409 Conflict for nothing.
+func (r *LoggerReconciler) writeState(ctx context.Context, l *examplev1.Logger, state examplev1.LoggerState) (bool, error) {
+	if l.Status.State == state {
+		return false, nil
+	}
+	patch := client.MergeFrom(l.DeepCopy())
+	l.Status.State = state
+	if err := r.Patch(ctx, l, patch); err != nil {
+		return false, fmt.Errorf("writing status: %w", err)
+	}
+	logf.FromContext(ctx).Info("status written", "state", state)
+	return true, nil
 }
 
 // deleteDeployment removes the Deployment of a Logger that no longer exists,
-// if it is one this operator made.
-func (r *LoggerReconciler) deleteDeployment(ctx context.Context, logger types.NamespacedName) error {
+// if there is one: the cache says, without a request. The cache holds only
+// Deployments labelled managed-by this operator, so a Deployment of the same
+// name that someone else made is never touched.
+func (r *LoggerReconciler) deleteDeployment(ctx context.Context, namespace, logger string) error {
 	var d appsv1.Deployment
-	key := types.NamespacedName{Namespace: logger.Namespace, Name: deploymentName(logger.Name)}
-	if err := r.Get(ctx, key, &d); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: deploymentName(logger)}, &d); err != nil {
 		return client.IgnoreNotFound(err) // nothing left to clean up
 	}
-	if !managedFor(&d, logger.Name) {
-		return nil
-	}
-	// The UID precondition makes the API server refuse the delete if the
-	// Deployment was replaced by another of the same name since the cache
-	// saw it.
-	if err := r.Delete(ctx, &d, client.Preconditions{UID: &d.UID}); err != nil {
-		return client.IgnoreNotFound(err)
+	// Background: the API server answers at once, and the garbage collector
+	// then removes the Deployment's ReplicaSets and pods. The UID
+	// precondition makes the API server refuse if the Deployment was
+	// replaced by another of the same name since the cache saw it.
+	err := r.Delete(ctx, &d, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &d.UID})
+	if err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting Deployment %s: %w", d.Name, err))
 	}
 	logf.FromContext(ctx).Info("deleted deployment of a deleted logger", "deployment", d.Name)
 	return nil
