@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	examplev1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/example/v1"
@@ -49,7 +50,7 @@ const eventSource = "operator-flow-06"
 
 // The metrics endpoint asks the API server who a caller is (a TokenReview)
 // and whether they may GET /metrics (a SubjectAccessReview) before it
-// answers; see managerOptions.
+// answers; see metricsOptions.
 //
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -60,12 +61,6 @@ type options struct {
 	ledgerNamespace string
 	loggerImage     string
 	workers         int
-
-	qps   float64
-	burst int
-
-	stripManagedFields bool
-	internStrings      bool
 
 	metricsAddr   string
 	metricsSecure bool
@@ -81,10 +76,9 @@ type options struct {
 }
 
 func main() {
-	gcPace := setGCPace() // memory.go
 	o := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
-	if err := run(o, gcPace); err != nil {
+	if err := run(o); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "operator failed")
 		os.Exit(1)
 	}
@@ -97,10 +91,6 @@ func parseFlags() options {
 	flag.StringVar(&o.ledgerNamespace, "ledger-namespace", "", "namespace of the seat ledger (default: the operator's own namespace in a cluster, else --namespace, else default)")
 	flag.StringVar(&o.loggerImage, "logger-image", "busybox:1.37", "image of the container every Logger's Deployment runs")
 	flag.IntVar(&o.workers, "workers", 2, "reconciles of one kind that run at the same time (MaxConcurrentReconciles)")
-	flag.Float64Var(&o.qps, "kube-api-qps", 300, "requests per second the operator may send to the API server, on average")
-	flag.IntVar(&o.burst, "kube-api-burst", 600, "requests the operator may send at once, above --kube-api-qps, after a quiet spell")
-	flag.BoolVar(&o.stripManagedFields, "strip-managed-fields", true, "drop metadata.managedFields before objects enter the cache (false only to measure what it saves: make bench-memory)")
-	flag.BoolVar(&o.internStrings, "intern-strings", true, "let all cached tickets share one copy of the strings they repeat, such as the route and the status's reasons (false only to measure what it saves: make bench-memory)")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `address of the Prometheus /metrics endpoint ("0" turns it off)`)
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS, only to callers the API server authenticates and allows to GET /metrics (false: plain HTTP to anyone, for local experiments only)")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
@@ -118,7 +108,7 @@ func parseFlags() options {
 	return o
 }
 
-func run(o options, gcPace string) error {
+func run(o options) error {
 	log := ctrl.Log.WithName("setup")
 
 	// The scheme maps Go types to API kinds: the built-in ones (Deployment)
@@ -131,26 +121,14 @@ func run(o options, gcPace string) error {
 	}
 
 	// --kubeconfig, else $KUBECONFIG, else the in-cluster config, else
-	// ~/.kube/config. Count every request any client built from it makes:
-	// the cache's, the writes', leader election's.
+	// ~/.kube/config. ctrl.GetConfig turns client-go's own rate limit off
+	// (QPS -1, where 02 to 04 set 300 a second) and leaves the pace to the
+	// API server's Priority and Fairness. Count every request any client
+	// built from it makes: the cache's, the writes', leader election's.
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("no Kubernetes configuration: %w", err)
 	}
-	// controller-runtime switches client-go's own rate limit off (QPS -1)
-	// and leaves the pace to the API server's Priority and Fairness.
-	// client-go's default would be 5 requests per second, 10 at once: far
-	// too slow for a batch of Loggers, each a Deployment create and two
-	// status writes. A limit of our own, set high enough that it does not
-	// set the pace of this workload, still keeps a bug that loops from
-	// flooding the API server. It applies to each client the Manager builds
-	// from cfg (cache, writes, Events) separately. A ticket costs three
-	// writes here (finalizer, seat hold, status) where 05 makes one, so the
-	// limit is higher than 05's workload would need. make bench booked 1000
-	// new tickets in 18 to 25 s at 100 per second and in 20 s at 300: what
-	// sets the pace is three round trips per ticket on two workers, not
-	// this limit.
-	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	counter := apicount.New()
 	counter.Wrap(cfg)
 	defer counter.WriteSummary(os.Stderr)
@@ -183,7 +161,7 @@ func run(o options, gcPace string) error {
 	// exits at once) and the Manager has stopped the controllers, released
 	// the Lease and closed the endpoints.
 	ctx := ctrl.SetupSignalHandler()
-	log.Info("starting", "namespace", displayNamespace(o.namespace), "ledgerNamespace", ledger.Namespace, "workers", o.workers, "leaderElection", o.leaderElect, "GOGC", gcPace)
+	log.Info("starting", "namespace", displayNamespace(o.namespace), "ledgerNamespace", ledger.Namespace, "workers", o.workers, "leaderElection", o.leaderElect)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	select {
@@ -231,11 +209,9 @@ func managerOptions(o options, scheme *runtime.Scheme) ctrl.Options {
 		// once instead of after the lease duration. Safe because the process
 		// ends right after Start returns.
 		LeaderElectionReleaseOnCancel: true,
-	}
-	if o.stripManagedFields || o.internStrings {
-		// Trim every object before it enters the cache, where it stays for
-		// as long as the operator runs (memory.go).
-		opts.Cache.DefaultTransform = cacheTransform(o.stripManagedFields, o.internStrings)
+
+		// Only the Deployments this operator made, as 04's informer.
+		Cache: cache.Options{ByObject: controller.CacheByObject()},
 	}
 	if o.namespace != "" {
 		// The cache lists and watches only this namespace, for every kind.
@@ -254,7 +230,9 @@ func managerOptions(o options, scheme *runtime.Scheme) ctrl.Options {
 // endpoint is HTTPS and every request is checked with the API server: the
 // bearer token must authenticate (TokenReview), and its user must be allowed
 // to GET the non-resource URL /metrics (SubjectAccessReview), which
-// config/rbac/metrics_reader_role.yaml grants. Without a certificate in
+// config/rbac/metrics_reader_role.yaml grants. controller-runtime's filter
+// does both checks, as in every kubebuilder project; it links in part of
+// k8s.io/apiserver, which makes the binary larger. Without a certificate in
 // CertDir the server makes a self-signed one at start, as
 // kube-controller-manager does for its own metrics.
 func metricsOptions(o options) metricsserver.Options {
@@ -264,7 +242,7 @@ func metricsOptions(o options) metricsserver.Options {
 	return metricsserver.Options{
 		BindAddress:    o.metricsAddr,
 		SecureServing:  true,
-		FilterProvider: metricsAccess,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
 	}
 }
 

@@ -24,7 +24,7 @@ func TestRBACDoesNotGrow(t *testing.T) {
 			// Create and repair Loggers' Deployments; the cache lists and
 			// watches them (no get: reads come from the cache). No delete:
 			// the garbage collector deletes them.
-			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "list", "update", "watch"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "list", "patch", "watch"}},
 			// The metrics endpoint asks the API server who a caller is and
 			// whether they may read /metrics (metricsOptions in main.go).
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},

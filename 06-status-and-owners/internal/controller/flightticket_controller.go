@@ -106,7 +106,7 @@ func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	//    `kubectl describe`), and the returned error, which the controller
 	//    logs and retries with backoff.
 	if err := r.Ledger.Hold(ctx, &ticket); err != nil {
-		r.Recorder.Eventf(&ticket, nil, corev1.EventTypeWarning, ReasonFailed, "Hold", "Could not hold %d seat(s): %v", ticket.Spec.Number, err)
+		r.Recorder.Eventf(&ticket, nil, corev1.EventTypeWarning, EventReasonFailed, "Hold", "Could not hold %d seat(s): %v", ticket.Spec.Number, err)
 		if serr := r.writeStatus(ctx, &ticket, holdFailedStatus(&ticket, err)); serr != nil {
 			log.Error(serr, "writing the Degraded condition")
 		}
@@ -118,7 +118,7 @@ func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.writeStatus(ctx, &ticket, want); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(&ticket, nil, corev1.EventTypeNormal, ReasonBooked, "Book", "%s (seat hold %s/%s)", want.Message, r.Ledger.Namespace, holdName(&ticket))
+	r.Recorder.Eventf(&ticket, nil, corev1.EventTypeNormal, EventReasonBooked, "Book", "%s (seat hold %s/%s)", want.Message, r.Ledger.Namespace, holdName(&ticket))
 	log.Info("booked", "message", want.Message)
 	return ctrl.Result{}, nil
 }
@@ -149,13 +149,13 @@ func (r *FlightTicketReconciler) release(ctx context.Context, ticket *flightsv1.
 		return nil
 	}
 	if err := r.Ledger.Release(ctx, ticket); err != nil {
-		r.Recorder.Eventf(ticket, nil, corev1.EventTypeWarning, ReasonFailed, "Release", "Could not give back the seats: %v", err)
+		r.Recorder.Eventf(ticket, nil, corev1.EventTypeWarning, EventReasonFailed, "Release", "Could not give back the seats: %v", err)
 		if serr := r.writeStatus(ctx, ticket, releaseFailedStatus(ticket, err)); serr != nil {
 			log.Error(serr, "writing the Degraded condition")
 		}
 		return fmt.Errorf("releasing seats: %w", err)
 	}
-	r.Recorder.Eventf(ticket, nil, corev1.EventTypeNormal, ReasonDeleted, "Release", "Gave the seats back (seat hold %s/%s deleted)", r.Ledger.Namespace, holdName(ticket))
+	r.Recorder.Eventf(ticket, nil, corev1.EventTypeNormal, EventReasonDeleted, "Release", "Gave the seats back (seat hold %s/%s deleted)", r.Ledger.Namespace, holdName(ticket))
 
 	// Optimistic lock for the same reason as in addFinalizer.
 	patch := client.MergeFromWithOptions(ticket.DeepCopy(), client.MergeFromWithOptimisticLock{})

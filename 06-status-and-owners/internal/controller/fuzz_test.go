@@ -45,7 +45,7 @@ func FuzzDesiredDeployment(f *testing.F) {
 		if setReplicas {
 			l.Spec.Replicas, wantReplicas = &replicas, replicas
 		}
-		d := desiredDeployment(l, "busybox:1.37")
+		d := desiredDeployment(l.Namespace, l.Name, l.Spec, "busybox:1.37")
 
 		if msgs := validation.IsDNS1123Subdomain(d.Name); len(msgs) > 0 || d.Name != "logger-"+name {
 			t.Fatalf("Deployment name %q: %v", d.Name, msgs)
@@ -62,10 +62,10 @@ func FuzzDesiredDeployment(f *testing.F) {
 		if d.Spec.Replicas == nil || *d.Spec.Replicas != wantReplicas {
 			t.Fatalf("replicas = %v, want %d", d.Spec.Replicas, wantReplicas)
 		}
-		c := loggerContainer(d)
-		if c == nil {
-			t.Fatal("no logger container")
+		if len(d.Spec.Template.Spec.Containers) != 1 {
+			t.Fatalf("containers = %v, want the logger container only", d.Spec.Template.Spec.Containers)
 		}
+		c := d.Spec.Template.Spec.Containers[0]
 		env := map[string]string{}
 		for _, e := range c.Env {
 			env[e.Name] = e.Value
@@ -76,7 +76,7 @@ func FuzzDesiredDeployment(f *testing.F) {
 		if strings.Contains(strings.Join(c.Command, " "), printed) && !strings.Contains(c.Command[len(c.Command)-1], "$LOGGER_NAME") {
 			t.Fatalf("spec.name reached the shell script: %q", c.Command)
 		}
-		if drifted(d, d.DeepCopy()) {
+		if deploymentDrifted(d, d.DeepCopy()) {
 			t.Fatal("a Deployment is reported drifted from an exact copy of itself")
 		}
 	})

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -9,13 +10,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	examplev1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/example/v1"
@@ -33,8 +39,18 @@ import (
 // +kubebuilder:rbac:groups=example.com,resources=loggers,verbs=list;watch
 // +kubebuilder:rbac:groups=example.com,resources=loggers/status,verbs=patch
 // +kubebuilder:rbac:groups=example.com,resources=loggers/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CacheByObject tells the Manager's cache to hold only the Deployments this
+// operator made (main.go passes it to cache.Options.ByObject), as 04's
+// informer did with its label selector: the cache holds what the operator
+// needs, not every Deployment in the cluster, and a Deployment someone else
+// made is never seen, so never touched.
+func CacheByObject() map[client.Object]cache.ByObject {
+	selector, _ := labels.Parse(managedBySelector) // a constant that parses
+	return map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Label: selector}}
+}
 
 // LoggerReconciler keeps one Deployment per Logger, owned by it, repairs
 // drift in it, and writes the Logger's conditions.
@@ -51,9 +67,9 @@ type LoggerReconciler struct {
 // operator's back is repaired, and a Deployment becoming available updates
 // the conditions.
 //
-// Owns maps a Deployment event to the Logger named in the Deployment's
-// controller owner reference: no labels to trust, and a Deployment someone
-// else made never wakes a Logger.
+// Owns replaces 05's handleObject: it maps a Deployment event to the Logger
+// named in the Deployment's controller owner reference, not to the one its
+// labels name.
 //
 // GenerationChangedPredicate on the Logger drops its status-only updates,
 // as for tickets (flightticket_controller.go says why). A Logger's status
@@ -68,16 +84,16 @@ func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 		Complete(r)
 }
 
-// Reconcile makes the world match one Logger. It is called with the Logger's
-// namespace/name, not with an event: it looks at what exists now and acts on
-// that, so it is the same code whether the Logger was created or edited, or
-// its Deployment was changed.
+// Reconcile makes the world match one Logger. It looks at what exists now
+// and acts on that, so it is the same code whether the Logger was created or
+// edited, or its Deployment was changed.
 func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
+	log := logf.FromContext(ctx) // already carries the Logger's namespace and name
+	namespace, name := req.Namespace, req.Name
 
 	// 1. Read the Logger from the cache (a deep copy, ours to change).
-	var logger examplev1.Logger
-	if err := r.Get(ctx, req.NamespacedName, &logger); err != nil {
+	var l examplev1.Logger
+	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
 		// NotFound: the Logger is gone. Its Deployment names it as owner,
 		// so the garbage collector deletes the Deployment: nothing is left
 		// to us, whether we ran when the Logger was deleted or not.
@@ -87,56 +103,53 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// 2. Being deleted: with foreground deletion the Logger stays until the
 	//    garbage collector has deleted its Deployment. Creating or
 	//    repairing the Deployment now would fight the garbage collector.
-	if !logger.DeletionTimestamp.IsZero() {
+	if !l.DeletionTimestamp.IsZero() {
 		log.Info("being deleted; the garbage collector removes its deployment")
 		return ctrl.Result{}, nil
 	}
-
-	// 3. Work out the Deployment the Logger asks for, owned by the Logger.
-	want := desiredDeployment(&logger, r.Image)
-	if err := controllerutil.SetControllerReference(&logger, want, r.Scheme()); err != nil {
+	if err := checkSpec(l.Spec); err != nil {
 		return ctrl.Result{}, err
 	}
 
-	// 4. Create it, adopt it, or repair it when it drifted.
-	have, wrote, failure, err := r.ensureDeployment(ctx, &logger, want)
-	if err != nil {
+	// 3. Work out the Deployment the Logger asks for, owned by the Logger.
+	want := desiredDeployment(namespace, name, l.Spec, r.Image)
+	if err := controllerutil.SetControllerReference(&l, want, r.Scheme()); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// 4. Create it, adopt it, or repair it when it drifted. A failure the
+	//    user must see becomes a Warning Event and, in step 5, the Degraded
+	//    condition.
+	d, wrote, err := r.ensureDeployment(ctx, &l, want)
+	var failure *deploymentFailure
+	if errors.As(err, &failure) {
+		r.Recorder.Eventf(&l, nil, corev1.EventTypeWarning, EventReasonFailed, "Reconcile", "%v", err)
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 
 	// 5. Report: conditions (and the state derived from them), written
 	//    only when they changed.
-	status := loggerStatus(&logger, have, failure)
-	if equality.Semantic.DeepEqual(logger.Status, status) {
-		if failure != nil {
-			return ctrl.Result{}, failure
-		}
-		if !wrote {
-			// docs/behaviour.md: "in sync" plus namespace/name, which
-			// tests and `make bench` wait for.
-			log.Info("in sync", "key", req.String())
-		}
+	status := loggerStatus(&l, d, failure)
+	if err == nil && !wrote && equality.Semantic.DeepEqual(l.Status, status) {
+		// docs/behaviour.md: "in sync" plus namespace/name, which tests
+		// and `make bench` wait for.
+		log.Info("in sync", "key", req.String())
 		return ctrl.Result{}, nil
 	}
-	// A merge patch of what changed, sent to the /status subresource,
-	// where it can touch nothing but status.
-	patch := client.MergeFrom(logger.DeepCopy())
-	logger.Status = status
-	if err := r.Status().Patch(ctx, &logger, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	if serr := r.writeStatus(ctx, &l, status); serr != nil {
+		return ctrl.Result{}, serr
 	}
-	log.Info("status written", "state", status.State)
-	if failure != nil {
-		// Returned after the status write, so that the Degraded condition
-		// is visible while the controller retries with backoff.
-		return ctrl.Result{}, failure
-	}
-	return ctrl.Result{}, nil
+	// A failure is returned after the status write, so that the Degraded
+	// condition is visible while controller-runtime retries with backoff.
+	return ctrl.Result{}, err
 }
 
-// deploymentFailure is an API server's refusal to let the operator make
-// the Deployment right. It becomes the Degraded condition, a Warning Event
-// and the error Reconcile returns, which retries it with backoff.
+// deploymentFailure is the API server's refusal to let the operator make
+// the Deployment right. Its reason becomes the reason of the Degraded
+// condition. Other errors (a 409 Conflict because the cache was a step
+// behind, the cache failing) are retried with backoff too, but do not make
+// the Logger Degraded: they will most likely pass on the next try.
 type deploymentFailure struct {
 	reason string // examplev1.ReasonCreateFailed, ReasonUpdateFailed or ReasonNotOwned
 	err    error
@@ -147,65 +160,101 @@ func (f *deploymentFailure) Unwrap() error { return f.err }
 
 // ensureDeployment makes the Logger's Deployment what want says. It returns
 // the Deployment as it now is (nil when there is none that the Logger
-// controls), whether it wrote it, and the failure that stopped it, if any.
-// Errors that will most likely pass on a retry (a 409 Conflict because the
-// cache was a step behind, the cache failing) are returned as err: they are
-// retried with backoff too, but do not make the Logger Degraded.
-func (r *LoggerReconciler) ensureDeployment(ctx context.Context, logger *examplev1.Logger, want *appsv1.Deployment) (have *appsv1.Deployment, wrote bool, failure *deploymentFailure, err error) {
+// controls) and whether it wrote it.
+func (r *LoggerReconciler) ensureDeployment(ctx context.Context, l *examplev1.Logger, want *appsv1.Deployment) (*appsv1.Deployment, bool, error) {
 	log := logf.FromContext(ctx)
-	have = &appsv1.Deployment{}
-	err = r.Get(ctx, client.ObjectKeyFromObject(want), have)
+	var d appsv1.Deployment
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), &d)
 	switch {
 	case apierrors.IsNotFound(err):
-		// A failed create (a ResourceQuota, an admission policy, the API
-		// server being away) makes the Logger Degraded until a retry
-		// succeeds, while the other Loggers carry on.
 		if err := r.Create(ctx, want); apierrors.IsAlreadyExists(err) {
-			return nil, false, nil, err // the cache has not seen it yet
+			// The cache holds every Deployment labelled managed-by this
+			// operator, so one it lacks is someone else's: never take it
+			// over; say so, and try again later in case it goes away.
+			// (It can also be ours, created a moment ago, whose event has
+			// not reached the cache yet; that event reconciles the Logger
+			// again at once, and the condition clears.)
+			return nil, false, &deploymentFailure{examplev1.ReasonNotOwned,
+				fmt.Errorf("Deployment %s exists and is not labelled %s; not touching it", want.Name, managedBySelector)}
 		} else if err != nil {
-			return nil, false, r.failed(logger, examplev1.ReasonCreateFailed, fmt.Errorf("creating deployment %s: %w", want.Name, err)), nil
+			// A quota, an admission policy, the API server being away.
+			return nil, false, &deploymentFailure{examplev1.ReasonCreateFailed, fmt.Errorf("creating Deployment %s: %w", want.Name, err)}
 		}
-		r.Recorder.Eventf(logger, want, corev1.EventTypeNormal, ReasonCreated, "Create", "Created deployment %s", want.Name)
+		r.Recorder.Eventf(l, want, corev1.EventTypeNormal, EventReasonCreated, "Create", "Created deployment %s", want.Name)
 		log.Info("created deployment", "deployment", want.Name)
-		return want, true, nil, nil
+		return want, true, nil
 	case err != nil:
-		return nil, false, nil, err
+		return nil, false, err
 	}
 
-	controlled := metav1.IsControlledBy(have, logger)
-	switch {
-	case !controlled && (metav1.GetControllerOf(have) != nil || !managedFor(have, logger.Name)):
-		// Someone else's Deployment has the name we need. Never take it
-		// over; say so, and try again later in case it goes away.
-		return nil, false, r.failed(logger, examplev1.ReasonNotOwned, fmt.Errorf("deployment %s exists and is not controlled by this Logger; not touching it", have.Name)), nil
-	case controlled && !drifted(have, want):
-		return have, false, nil, nil
-	}
-
-	// Adopt or repair. An orphan carrying our labels was made for this
-	// Logger: by stage 05, which set no owner reference, or by an earlier
-	// Logger of the same name deleted with --cascade=orphan. Adopting it
-	// (adding the owner reference) keeps its pods running.
-	action := "repaired"
-	if !controlled {
-		action = "adopted"
-		if err := controllerutil.SetControllerReference(logger, have, r.Scheme()); err != nil {
-			return nil, false, nil, err
+	wrote := false
+	if !metav1.IsControlledBy(&d, l) {
+		if owner := metav1.GetControllerOf(&d); owner != nil {
+			return nil, false, &deploymentFailure{examplev1.ReasonNotOwned,
+				fmt.Errorf("Deployment %s is controlled by %s %s, not by this Logger; not touching it", d.Name, owner.Kind, owner.Name)}
 		}
+		// Adopt an orphan: it carries our labels, so it was made for this
+		// Logger, by stage 05 (which set no owner reference) or for an
+		// earlier Logger of the same name deleted with --cascade=orphan.
+		// Adding the owner reference keeps its pods running. A merge patch
+		// replaces the list of owner references whole, so it carries the
+		// resourceVersion (MergeFromWithOptimisticLock): a conflict is
+		// retried rather than dropping an owner added meanwhile.
+		patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if err := controllerutil.SetControllerReference(l, &d, r.Scheme()); err != nil {
+			return nil, false, err
+		}
+		if err := r.Patch(ctx, &d, patch); apierrors.IsConflict(err) {
+			return nil, false, err
+		} else if err != nil {
+			return nil, false, &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("adopting Deployment %s: %w", d.Name, err)}
+		}
+		r.Recorder.Eventf(l, &d, corev1.EventTypeNormal, EventReasonUpdated, "Update", "Deployment %s adopted", d.Name)
+		log.Info("adopted deployment", "deployment", d.Name)
+		wrote = true
 	}
-	repair(have, want)
-	if err := r.Update(ctx, have); apierrors.IsConflict(err) {
-		return nil, false, nil, err // the cache was a version behind
-	} else if err != nil {
-		return nil, false, r.failed(logger, examplev1.ReasonUpdateFailed, fmt.Errorf("updating deployment %s: %w", have.Name, err)), nil
+	if deploymentDrifted(&d, want) {
+		// The same JSON merge patch as 02 to 05 (repairPatch says why not
+		// an Update).
+		if err := r.Patch(ctx, &d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
+			return nil, false, &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("updating Deployment %s: %w", d.Name, err)}
+		}
+		r.Recorder.Eventf(l, &d, corev1.EventTypeNormal, EventReasonUpdated, "Update", "Deployment %s repaired", d.Name)
+		log.Info("repaired deployment", "deployment", d.Name)
+		wrote = true
 	}
-	r.Recorder.Eventf(logger, have, corev1.EventTypeNormal, ReasonUpdated, "Update", "Deployment %s %s", have.Name, action)
-	log.Info(action+" deployment", "deployment", have.Name)
-	return have, true, nil, nil
+	return &d, wrote, nil
 }
 
-// failed records a Warning Event for a failure and returns it.
-func (r *LoggerReconciler) failed(logger *examplev1.Logger, reason string, err error) *deploymentFailure {
-	r.Recorder.Eventf(logger, nil, corev1.EventTypeWarning, ReasonFailed, "Reconcile", "%v", err)
-	return &deploymentFailure{reason: reason, err: err}
+// checkSpec refuses a spec the operator cannot act on: an interval under a
+// second makes a pod that prints without pause, and the API server refuses a
+// Deployment with negative replicas every time. The CRD rejects both, but
+// an object stored before its schema had these bounds can still carry them.
+// Trying again would not change the spec, so the error is terminal:
+// controller-runtime logs it and does not retry until the Logger changes
+// (04's errPermanent).
+func checkSpec(s examplev1.LoggerSpec) error {
+	if s.TimeInterval < 1 {
+		return reconcile.TerminalError(fmt.Errorf("spec.timeInterval is %d, and must be at least 1", s.TimeInterval))
+	}
+	if r := ptr.Deref(s.Replicas, 1); r < 0 {
+		return reconcile.TerminalError(fmt.Errorf("spec.replicas is %d, and must not be negative", r))
+	}
+	return nil
+}
+
+// writeStatus sends the difference between the Logger's status and want as
+// a JSON merge patch to loggers/status, as writeStatus does for tickets
+// (flightticket_controller.go).
+func (r *LoggerReconciler) writeStatus(ctx context.Context, l *examplev1.Logger, want examplev1.LoggerStatus) error {
+	if equality.Semantic.DeepEqual(l.Status, want) {
+		return nil
+	}
+	patch := client.MergeFrom(l.DeepCopy())
+	l.Status = want
+	if err := r.Status().Patch(ctx, l, patch); err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	logf.FromContext(ctx).Info("status written", "state", want.State)
+	return nil
 }

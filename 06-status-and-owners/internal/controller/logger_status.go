@@ -1,10 +1,7 @@
 package controller
 
 import (
-	"fmt"
-
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	examplev1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/example/v1"
@@ -12,8 +9,7 @@ import (
 
 // loggerStatus is the status a Logger should have, given its Deployment (nil
 // when there is none it controls) and the failure that stopped the operator
-// from making that Deployment right (nil when none). It is a pure function,
-// so that tests need no cluster.
+// from making that Deployment right (nil when none).
 //
 // The three conditions answer three questions a user asks:
 //
@@ -31,10 +27,10 @@ func loggerStatus(l *examplev1.Logger, d *appsv1.Deployment, failure *deployment
 	switch {
 	case d == nil:
 		available = condition(examplev1.ConditionAvailable, false, examplev1.ReasonNoDeployment, "There is no deployment %s of this Logger.", name)
-	case d.Spec.Replicas != nil && *d.Spec.Replicas == 0:
-		available = condition(examplev1.ConditionAvailable, false, examplev1.ReasonScaledToZero, "spec.replicas is 0: deployment %s runs no pods.", name)
 	case d.Status.AvailableReplicas > 0:
 		available = condition(examplev1.ConditionAvailable, true, examplev1.ReasonMinimumReplicasAvailable, "Deployment %s has available replicas.", name)
+	case d.Spec.Replicas != nil && *d.Spec.Replicas == 0:
+		available = condition(examplev1.ConditionAvailable, false, examplev1.ReasonScaledToZero, "spec.replicas is 0: deployment %s runs no pods.", name)
 	default:
 		available = condition(examplev1.ConditionAvailable, false, examplev1.ReasonNoReplicasAvailable, "Deployment %s has no available replica yet.", name)
 	}
@@ -51,18 +47,10 @@ func loggerStatus(l *examplev1.Logger, d *appsv1.Deployment, failure *deployment
 		degraded = condition(examplev1.ConditionDegraded, false, examplev1.ReasonAsExpected, "Deployment %s is as this Logger asks.", name)
 	}
 
-	// Start from the current status, so that meta.SetStatusCondition keeps
-	// each lastTransitionTime unless the condition's status flips.
 	s := l.Status.DeepCopy()
 	s.ObservedGeneration = l.Generation
-	for _, c := range []metav1.Condition{available, progressing, degraded} {
-		c.ObservedGeneration = l.Generation
-		meta.SetStatusCondition(&s.Conditions, c)
-	}
-	s.State = examplev1.StateUnavailable
-	if meta.IsStatusConditionTrue(s.Conditions, examplev1.ConditionAvailable) {
-		s.State = examplev1.StateAvailable
-	}
+	setConditions(&s.Conditions, l.Generation, available, progressing, degraded)
+	s.State = loggerState(d) // the same test as Available, for the printer column
 	return *s
 }
 
@@ -76,14 +64,4 @@ func rolledOut(d *appsv1.Deployment) bool {
 	s := d.Status
 	return s.ObservedGeneration >= d.Generation &&
 		s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
-}
-
-// condition builds a condition; its message is truncated to what a reader
-// can take in.
-func condition(typ string, status bool, reason, format string, args ...any) metav1.Condition {
-	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: truncate(fmt.Sprintf(format, args...), maxConditionMessage)}
-	if status {
-		c.Status = metav1.ConditionTrue
-	}
-	return c
 }

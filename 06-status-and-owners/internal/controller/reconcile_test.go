@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,7 +55,19 @@ func newClient(t *testing.T, writes *int, funcs interceptor.Funcs, objs ...clien
 		}
 	}
 	inner := funcs
+	managed, _ := labels.Parse(managedBySelector)
 	funcs = interceptor.Funcs{
+		// Like the Manager's cache (CacheByObject), reads do not see
+		// Deployments without the managed-by label.
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, o, opts...); err != nil {
+				return err
+			}
+			if _, ok := o.(*appsv1.Deployment); ok && !managed.Matches(labels.Set(o.GetLabels())) {
+				return apierrors.NewNotFound(appsv1.Resource("deployments"), key.Name)
+			}
+			return nil
+		},
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 			count()
 			if inner.Create != nil {
@@ -415,7 +428,7 @@ func TestLoggerGetsOwnedDeploymentAndConditions(t *testing.T) {
 // left by --cascade=orphan) is adopted, not replaced.
 func TestLoggerAdoptsItsOrphan(t *testing.T) {
 	logger := testLogger()
-	orphan := desiredDeployment(logger, "busybox:1.37")
+	orphan := desiredDeployment(logger.Namespace, logger.Name, logger.Spec, "busybox:1.37")
 	c := newClient(t, nil, interceptor.Funcs{}, logger, orphan)
 	r, rec := loggerReconciler(c)
 	if _, err := r.Reconcile(t.Context(), request("lab", "heartbeat")); err != nil {
@@ -430,18 +443,23 @@ func TestLoggerAdoptsItsOrphan(t *testing.T) {
 }
 
 // A Deployment someone else made under our name is never taken over; the
-// Logger says so.
+// Logger says so. The cache does not hold it (no managed-by label), so the
+// create is what finds it: AlreadyExists.
 func TestForeignDeploymentIsNotTakenOver(t *testing.T) {
 	logger := testLogger()
-	foreign := desiredDeployment(logger, "nginx")
-	delete(foreign.Labels, labelManagedBy)
+	foreign := desiredDeployment(logger.Namespace, logger.Name, logger.Spec, "nginx")
+	delete(foreign.Labels, managedByLabel)
 	c := newClient(t, nil, interceptor.Funcs{}, logger, foreign)
 	r, rec := loggerReconciler(c)
 	if _, err := r.Reconcile(t.Context(), request("lab", "heartbeat")); err == nil {
 		t.Error("want an error naming the conflict")
 	}
-	if d := getDeployment(t, c); loggerContainer(d).Image != "nginx" || metav1.GetControllerOf(d) != nil {
-		t.Errorf("the foreign Deployment was changed: image %s, controller %v", loggerContainer(d).Image, metav1.GetControllerOf(d))
+	var all appsv1.DeploymentList // a List is not filtered by newClient
+	if err := c.List(t.Context(), &all); err != nil || len(all.Items) != 1 {
+		t.Fatalf("Deployments %v (%v), want the foreign one only", all.Items, err)
+	}
+	if d := all.Items[0]; d.Spec.Template.Spec.Containers[0].Image != "nginx" || metav1.GetControllerOf(&d) != nil {
+		t.Errorf("the foreign Deployment was changed: image %s, controller %v", d.Spec.Template.Spec.Containers[0].Image, metav1.GetControllerOf(&d))
 	}
 	if s := conditionStatus(getLogger(t, c), examplev1.ConditionDegraded); s != "True/DeploymentNotOwned" {
 		t.Errorf("Degraded = %s, want True/DeploymentNotOwned", s)

@@ -47,7 +47,7 @@ import (
 // The labels of a seat hold, so that people can list the ledger:
 // kubectl -n <ledger namespace> get configmaps -l app.kubernetes.io/component=seat-hold
 const (
-	labelComponent = "app.kubernetes.io/component"
+	componentLabel = "app.kubernetes.io/component"
 	seatHold       = "seat-hold"
 	// fieldOwner names the operator in the holds' managedFields.
 	fieldOwner = "operator-flow-06"
@@ -77,7 +77,7 @@ func (l *SeatLedger) Release(ctx context.Context, t *flightsv1.FlightTicket) err
 // the operator owns, nothing else.
 func seatHoldFor(t *flightsv1.FlightTicket, namespace string) *corev1ac.ConfigMapApplyConfiguration {
 	return corev1ac.ConfigMap(holdName(t), namespace).
-		WithLabels(map[string]string{labelManagedBy: managedBy, labelComponent: seatHold}).
+		WithLabels(map[string]string{managedByLabel: managedBy, componentLabel: seatHold}).
 		WithData(map[string]string{
 			"ticket": t.Namespace + "/" + t.Name,
 			"from":   t.Spec.From,

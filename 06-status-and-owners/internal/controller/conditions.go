@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Both kinds build their status the same way: start from the current
+// status, set observedGeneration, and set each condition with
+// setConditions. The functions that do it (bookedStatus, loggerStatus) are
+// pure, so that tests need no cluster.
+
+// condition builds a condition; status true means metav1.ConditionTrue.
+func condition(typ string, status bool, reason, format string, args ...any) metav1.Condition {
+	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	if status {
+		c.Status = metav1.ConditionTrue
+	}
+	return c
+}
+
+// setConditions sets conds in *conditions, each marked with the generation
+// it was observed at and its message truncated to what a reader can take
+// in. meta.SetStatusCondition keeps a condition's lastTransitionTime unless
+// its status flips, so setting the same conditions again changes nothing.
+func setConditions(conditions *[]metav1.Condition, generation int64, conds ...metav1.Condition) {
+	for _, c := range conds {
+		c.ObservedGeneration = generation
+		c.Message = truncate(c.Message, maxConditionMessage)
+		meta.SetStatusCondition(conditions, c)
+	}
+}
+
+const (
+	// maxTicketMessage is status.message's maxLength in the CRD. A booking
+	// message is at most 155 characters; only an error can be longer.
+	maxTicketMessage = 256
+	// maxConditionMessage keeps an error quoted in a condition readable;
+	// the API allows 32768 characters.
+	maxConditionMessage = 1024
+)
+
+// truncate shortens s to at most n characters, marking the cut with "...".
+// A CRD's maxLength counts characters (Unicode code points), not bytes.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-len("...")]) + "..."
+}
