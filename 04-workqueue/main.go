@@ -40,38 +40,19 @@ const defaultResync = 10 * time.Minute
 // Two keep one slow request from holding up a whole kind.
 const defaultWorkers = 2
 
-// defaultQPS and defaultBurst pace the requests of each client: on average
-// 300 a second, up to 600 at once after a quiet spell. Workers go no faster
-// than the client lets them. client-go's own default, 5 a second in bursts
-// of 10, is far too slow for a batch: 200 new Loggers need 400 status
-// writes (Unavailable, then Available), 80 s at 5 a second, while
-// kube-controller-manager rolls their 200 Deployments out in about 46 s
-// (the floor of `make bench`). At 100 a second, the 1200 writes that 1000
-// new tickets and 100 new Loggers need could not take less than 10 s, and
-// `make bench` measured 9.4 s where a minimal client books the tickets in
-// 3.9 s: the limit, not the workqueue, set the pace. At 300 it no longer
-// does. The limit stays, so that a bug that loops cannot flood the API
-// server.
-const (
-	defaultQPS   = 300
-	defaultBurst = 600
-)
-
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "path to a kubeconfig; when empty: the in-cluster config, else $KUBECONFIG")
 	namespace := flag.String("namespace", "", "watch only this namespace (default: all namespaces)")
 	image := flag.String("logger-image", "busybox:1.37", "container image of the Loggers' pods")
 	resync := flag.Duration("resync", defaultResync, "how often every cached object is handed to the handlers again (0: never)")
 	workers := flag.Int("workers", defaultWorkers, "workers per queue (FlightTickets, Loggers): keys synced at the same time")
-	qps := flag.Float64("kube-api-qps", defaultQPS, "requests per second each client may send to the API server, on average")
-	burst := flag.Int("kube-api-burst", defaultBurst, "requests each client may send at once, above --kube-api-qps, after a quiet spell")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	if *workers < 1 {
 		log.Fatalf("--workers=%d: there must be at least one worker per queue", *workers)
 	}
 
-	cfg, err := restConfig(*kubeconfig, *qps, *burst)
+	cfg, err := restConfig(*kubeconfig)
 	if err != nil {
 		log.Fatalf("no Kubernetes configuration: %v", err)
 	}
@@ -105,7 +86,7 @@ func main() {
 	}()
 
 	o := &operator{client: client, kube: kube, namespace: *namespace, image: *image, resync: *resync, workers: *workers}
-	log.Printf("%s started; namespace=%q logger-image=%q resync=%s workers=%d kube-api-qps=%g", stageName, o.namespace, o.image, o.resync, o.workers, *qps)
+	log.Printf("%s started; namespace=%q logger-image=%q resync=%s workers=%d", stageName, o.namespace, o.image, o.resync, o.workers)
 	o.run(ctx)
 	counter.WriteSummary(os.Stderr)
 }
