@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -17,11 +16,11 @@ import (
 // memLimit is the soft memory limit of the GOMEMLIMIT idle run.
 const memLimit = "32MiB"
 
-// goDefaultGOGC is the garbage collector's pace in the second booking run:
-// Go's default, where the operator sets its own (setGCPace in 06's
-// memory.go). The run prices that choice: the memory it saves, the CPU it
-// costs.
-const goDefaultGOGC = "100"
+// lowGOGC is the garbage collector's pace in the second booking run; the
+// first runs at Go's default, 100. Both are set through the environment,
+// as an operator's Deployment would set them: the stage's code sets
+// neither.
+const lowGOGC = "50"
 
 // memRow is one run of the operator: what it did, how long it took, its
 // peak resident memory and the CPU time it used.
@@ -30,29 +29,25 @@ type memRow struct {
 	took    time.Duration
 	peakMiB float64
 	cpu     time.Duration
-	gogc    string // the collector's pace, as the operator logged it
 }
 
-// memoryRun answers five questions about stage 06 with n FlightTickets:
-// how much memory does the operator need with all of them in its cache, how
-// much of that is metadata.managedFields, which it strips from the cache
-// (--strip-managed-fields, on by default), how much is copies of the strings
-// every ticket repeats, which it interns (--intern-strings, on by default),
-// and how much memory do the Go runtime's two knobs, a soft memory limit
-// (GOMEMLIMIT) and the collector's pace (GOGC), take off, at what cost in
-// CPU?
+// memoryRun answers three questions about stage 06 with n FlightTickets: how
+// much memory does the operator need with all of them in its cache, how
+// much of a cached ticket is metadata.managedFields (which a cache
+// transform could drop: docs/memory.md), and how much memory do the Go
+// runtime's two knobs, a soft memory limit (GOMEMLIMIT) and the collector's
+// pace (GOGC), take off, at what cost in CPU? Both knobs are environment
+// variables; the operator runs as built, with its default flags.
 //
 //	go run ./bench --memory 10000     (what `make bench-memory` runs)
 //
 // It creates n tickets and lets the operator book them (its peak RSS while
-// it works). Then it starts a fresh operator on the booked tickets four
-// times (the defaults, without stripping, without interning, and the
-// defaults under GOMEMLIMIT), and takes each one's peak RSS and the share
-// of its executable once it has examined every ticket ("in sync") and
+// it works). Then it starts a fresh operator on the booked tickets twice
+// (as is, and under GOMEMLIMIT), and takes each one's peak RSS and the
+// share of its executable once it has examined every ticket ("in sync") and
 // written nothing. Last, it releases the tickets, creates them again and
-// has an operator at Go's default collector pace (GOGC=100, where 06 sets
-// 75) book them. Loggers are left out: a handful of Deployments would not
-// change the picture.
+// has an operator at GOGC=50 book them. Loggers are left out: a handful of
+// Deployments would not change the picture.
 func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 	if err := e.c.InstallCRDs(e.ctx, st.CRDs); err != nil {
 		return "", err
@@ -74,25 +69,21 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 	args := []string{"--kubeconfig", e.kubeconfig, "--namespace", ns}
 	m := &memoryBench{e: e, st: st, bin: bin, ns: ns, obs: obs, args: args}
 
-	// 1. The operator books every ticket, with its default flags.
+	// 1. The operator books every ticket, at Go's default GOGC.
 	booking, err := m.bookAll(nil, "booking")
 	if err != nil {
 		return "", err
 	}
 
-	// 2. to 5. A fresh operator on the booked tickets: a full cache and
-	// nothing to do. With the defaults (stripping and interning), without
-	// stripping, without interning, and with the defaults under a soft
-	// memory limit for the Go runtime.
+	// 2. and 3. A fresh operator on the booked tickets: a full cache and
+	// nothing to do. As is, and under a soft memory limit for the Go
+	// runtime.
 	idle := []struct {
 		what, log string
 		env       []string
-		flags     []string
 	}{
-		{"idle, managedFields stripped, strings interned (defaults)", "defaults", nil, nil},
-		{"idle, --strip-managed-fields=false", "strip-false", nil, []string{"--strip-managed-fields=false"}},
-		{"idle, --intern-strings=false", "intern-false", nil, []string{"--intern-strings=false"}},
-		{"idle, defaults, GOMEMLIMIT=" + memLimit, "gomemlimit", []string{"GOMEMLIMIT=" + memLimit}, nil},
+		{"idle", "idle", nil},
+		{"idle, GOMEMLIMIT=" + memLimit, "gomemlimit", []string{"GOMEMLIMIT=" + memLimit}},
 	}
 	var idleRows []memRow
 	var binaryMiB float64
@@ -100,7 +91,7 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		what := run.what
 		fmt.Fprintf(os.Stderr, ">> memory: %s, %s\n", st.Dir, what)
 		log := filepath.Join(e.logs, fmt.Sprintf("%s-memory-%s.log", st.Dir, run.log))
-		op, err := startOperatorEnv(run.env, bin, log, append(args, run.flags...)...)
+		op, err := startOperatorEnv(run.env, bin, log, args...)
 		if err != nil {
 			return "", err
 		}
@@ -126,31 +117,30 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 		if w := counts.Sum(isWrite); w != 0 {
 			return "", fmt.Errorf("%s: the idle pass wrote %d times; it must write nothing", what, w)
 		}
-		idleRows = append(idleRows, memRow{what, took, mib, cpu, loggedGOGC(op.log())})
+		idleRows = append(idleRows, memRow{what, took, mib, cpu})
 	}
 
 	// What managedFields weighs in one ticket, as JSON, for the explanation.
 	withMF, withoutMF := ticketSizes(obs)
 
-	// 6. The same booking with the collector at Go's default pace, on new
+	// 4. The same booking with the collector at a lower pace, on new
 	// tickets: the booked ones go first.
 	if err := m.releaseAll(); err != nil {
 		return "", err
 	}
-	goDefault, err := m.bookAll([]string{"GOGC=" + goDefaultGOGC}, "booking-gogc")
+	lowPace, err := m.bookAll([]string{"GOGC=" + lowGOGC}, "booking-gogc")
 	if err != nil {
 		return "", err
 	}
 
-	// 7. Clean up: the tickets carry the operator's finalizer, so an
+	// 5. Clean up: the tickets carry the operator's finalizer, so an
 	// operator must give their seats back before they (and the namespace)
 	// can go.
 	if err := m.releaseAll(); err != nil {
 		return "", err
 	}
 
-	rows := append(append([]memRow{booking}, idleRows...), goDefault)
-	stripped, unstripped, uninterned := idleRows[0], idleRows[1], idleRows[2]
+	rows := append(append([]memRow{booking}, idleRows...), lowPace)
 	var b strings.Builder
 	fmt.Fprintf(&b, "### make bench-memory: %s with %d FlightTickets cached\n\n", st.Dir, e.n)
 	fmt.Fprintf(&b, "Measured %s on %s/%s with %d cores.\n\n", time.Now().UTC().Format("2006-01-02"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
@@ -158,16 +148,11 @@ func (e *benchEnv) memoryRun(st stage, out string) (string, error) {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %.1f s | %.0f MiB | %.1f s |\n", r.what, r.took.Seconds(), r.peakMiB, r.cpu.Seconds())
 	}
-	fmt.Fprintf(&b, "\nOf the default idle run's resident memory, **%.0f MiB** are the operator's own executable (RssFile at the end of the pass: code and read-only data, paged in from the binary, the same with one ticket or 10000); the rest is the Go runtime's: the heap, which the garbage collector lets grow by GOGC percent past what is live (the operator ran at GOGC=%s), stacks and bookkeeping. GOMEMLIMIT=%s asks the collector to keep the runtime's memory under that soft limit by collecting more often: CPU for memory. A Deployment sets it from its container's memory limit (config/manager/manager.yaml).\n", binaryMiB, stripped.gogc, memLimit)
-	saved := unstripped.peakMiB - stripped.peakMiB
-	fmt.Fprintf(&b, "\nStripping managedFields saves **%.0f MiB** of peak RSS with %d tickets cached (%.0f%% of the unstripped peak). ",
-		saved, e.n, 100*saved/unstripped.peakMiB)
-	fmt.Fprintf(&b, "One booked ticket is %d bytes of JSON, %d of them managedFields: the record of which client set which field, for server-side apply, which the operator never reads.\n",
+	fmt.Fprintf(&b, "\nOf the idle run's resident memory, **%.0f MiB** are the operator's own executable (RssFile at the end of the pass: code and read-only data, paged in from the binary, the same with one ticket or %d); the rest is the Go runtime's: the heap, which the garbage collector lets grow by GOGC percent (100 unless the environment says otherwise) past what is live, stacks and bookkeeping. GOMEMLIMIT=%s asks the collector to keep the runtime's memory under that soft limit by collecting more often: CPU for memory. A Deployment sets it from its container's memory limit (config/manager/manager.yaml).\n", binaryMiB, e.n, memLimit)
+	fmt.Fprintf(&b, "\nOne booked ticket is %d bytes of JSON, %d of them metadata.managedFields: the record of which client set which field, for server-side apply, which the operator never reads and its cache keeps for every ticket (docs/memory.md shows the cache option that drops it).\n",
 		withMF, withMF-withoutMF)
-	fmt.Fprintf(&b, "\nInterning the strings every ticket repeats (the route, the finalizer, the status's phase, reasons and messages): without it, when each decoded ticket holds its own copy of each, the idle run peaked at **%.0f MiB**, against %.0f with it. A peak this small moves by a few MiB with when the collector happens to run.\n",
-		uninterned.peakMiB, stripped.peakMiB)
-	fmt.Fprintf(&b, "\nThe other knob is the collector's pace. The operator sets its own unless the environment sets GOGC, and its starting line says which: the booking ran at GOGC=%s. At Go's default, GOGC=%s, the booking peaked at **%.0f MiB** instead of %.0f; at %s its CPU time changed by **%s** (%.1f s against %.1f s) and its time by %s.\n",
-		booking.gogc, goDefaultGOGC, goDefault.peakMiB, booking.peakMiB, booking.gogc, change(booking.cpu, goDefault.cpu), booking.cpu.Seconds(), goDefault.cpu.Seconds(), change(booking.took, goDefault.took))
+	fmt.Fprintf(&b, "\nThe collector's pace: at GOGC=%s the booking peaked at **%.0f MiB** instead of %.0f at Go's default of 100; its CPU time changed by **%s** (%.1f s against %.1f s) and its time by %s.\n",
+		lowGOGC, lowPace.peakMiB, booking.peakMiB, change(lowPace.cpu, booking.cpu), lowPace.cpu.Seconds(), booking.cpu.Seconds(), change(lowPace.took, booking.took))
 	b.WriteString("\n*Time*: booking, from the operator's start until every ticket shows its booking; idle, from the start until it has examined every ticket and found it in sync. *Peak RSS*: VmHWM of the process. *CPU*: user and system time of the process over the run.\n")
 	report := b.String()
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -185,17 +170,6 @@ func change(a, b time.Duration) string {
 	}
 	return fmt.Sprintf("%+.0f%%", pct)
 }
-
-// loggedGOGC is the collector's pace an operator of stage 06 logged in its
-// starting line ("GOGC": "75"), or "?" if the log has none.
-func loggedGOGC(log string) string {
-	if m := gogcInLog.FindStringSubmatch(log); m != nil {
-		return m[1]
-	}
-	return "?"
-}
-
-var gogcInLog = regexp.MustCompile(`"GOGC": "([^"]*)"`)
 
 // memoryBench is what the runs of memoryRun share: the stage, its
 // operator's binary, the namespace of the tickets, an observer of them and
@@ -237,18 +211,17 @@ func (m *memoryBench) bookAll(env []string, log string) (memRow, error) {
 	if err != nil {
 		return memRow{}, fmt.Errorf("%w\nlast operator output:\n%s", err, tail(op.log(), 15))
 	}
-	return memRow{what, took, mib, cpu, loggedGOGC(op.log())}, nil
+	return memRow{what, took, mib, cpu}, nil
 }
 
 // releaseAll deletes every ticket and runs an operator until all are gone:
 // each carries the operator's finalizer, so the operator must give its
-// seats back first. Not measured; a higher client rate and more workers
-// make it quick.
+// seats back first. Not measured; more workers make it quick.
 func (m *memoryBench) releaseAll() error {
 	e := m.e
 	fmt.Fprintf(os.Stderr, ">> memory: deleting the tickets (an operator releases their seats)\n")
 	op, err := startOperator(m.bin, filepath.Join(e.logs, m.st.Dir+"-memory-cleanup.log"),
-		append(m.args, "--kube-api-qps", "1000", "--kube-api-burst", "2000", "--workers", "8")...)
+		append(m.args, "--workers", "8")...)
 	if err != nil {
 		return err
 	}

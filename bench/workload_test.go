@@ -53,13 +53,3 @@ func TestChange(t *testing.T) {
 		}
 	}
 }
-
-func TestLoggedGOGC(t *testing.T) {
-	line := `2026-11-24T08:43:31Z	INFO	setup	starting	{"namespace": "bench-memory-9qm6t", "ledgerNamespace": "bench-memory-9qm6t", "workers": 2, "leaderElection": false, "GOGC": "75"}`
-	if got := loggedGOGC("earlier lines\n" + line + "\nlater lines"); got != "75" {
-		t.Errorf("loggedGOGC = %q, want 75", got)
-	}
-	if got := loggedGOGC("no starting line"); got != "?" {
-		t.Errorf("loggedGOGC without the line = %q, want ?", got)
-	}
-}
