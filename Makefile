@@ -208,7 +208,7 @@ bench-targets: tools ## The ticket targets on stages 04 and 06 over ROUNDS (5) r
 TICKETS ?= 10000
 
 .PHONY: bench-memory
-bench-memory: tools ## Stage 06's peak memory and CPU with TICKETS (10000) tickets cached: managedFields stripped and not, strings interned and not, GOMEMLIMIT, Go's default GOGC.
+bench-memory: tools ## Stage 06's peak memory and CPU with TICKETS (10000) tickets: booking and idle, GOMEMLIMIT and GOGC from the environment (docs/memory.md).
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --memory $(TICKETS)'
 
 # ---------------------------------------------------------------- upkeep ---
