@@ -9,8 +9,10 @@
 # person changed is left:
 #   - Each stage's own name is replaced by a placeholder: 04-workqueue and
 #     05-controller-runtime both become STAGE (folder names, import paths,
-#     User-Agent), and -04 / -05 in names such as operator-flow-05 become
-#     -NN. A change of stage name is not a change of code.
+#     User-Agent); -04 / -05 in names such as operator-flow-05 become -NN,
+#     "stage 05" becomes "stage NN", and make targets such as run-5 and
+#     deploy-5 become run-N and deploy-N. A change of stage name is not a
+#     change of code.
 #   - Generated code (deepcopy functions, clientsets, listers, informers,
 #     CRDs and the RBAC role controller-gen writes) and go.sum are left out:
 #     tools wrote them. READMEs are left out too; read them whole.
@@ -48,9 +50,10 @@ copy() {
 	# sed without -i, which BSD and GNU sed spell differently. LC_ALL=C: a
 	# byte that is not UTF-8 is copied, not an error.
 	find "$dest" -type f | while IFS= read -r f; do
-		LC_ALL=C sed -e "s|$stage|STAGE|g" \
-			-e "s|-$num\([^0-9]\)|-NN\1|g" -e "s|-$num\$|-NN|" \
-			-e "s|stage $num\([^0-9]\)|stage NN\1|g" -e "s|stage $num\$|stage NN|" \
+		LC_ALL=C sed -E -e "s/$stage/STAGE/g" \
+			-e "s/-$num([^0-9]|\$)/-NN\1/g" \
+			-e "s/([Ss]tage) $num([^0-9]|\$)/\1 NN\2/g" \
+			-e "s/(run|lab|deploy|check|exercise|trace|diff)-${num#0}([^0-9]|\$)/\1-N\2/g" \
 			"$f" >"$tmp/.sed" && cat "$tmp/.sed" >"$f"
 	done
 }

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -117,31 +116,71 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 
-	// 4. Create it, adopt it, or repair it when it drifted. A failure the
-	//    user must see becomes a Warning Event and, in step 5, the Degraded
-	//    condition.
-	d, wrote, err := r.ensureDeployment(ctx, &l, want)
+	// 4. Create it, adopt it, or repair it when it drifted. The API
+	//    server's refusal is a failure: a Warning Event, the Degraded
+	//    condition (step 5), and the error returned at the end, so that
+	//    controller-runtime retries with backoff.
+	wrote := true
 	var failure *deploymentFailure
-	if errors.As(err, &failure) {
-		r.Recorder.Eventf(&l, nil, corev1.EventTypeWarning, EventReasonFailed, "Reconcile", "%v", err)
-	} else if err != nil {
+	var d appsv1.Deployment
+	have := &d // the Deployment the Logger controls (nil when there is none)
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), &d)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			// The cache holds every Deployment labelled managed-by this
+			// operator, so one it lacks is someone else's: never take it
+			// over; say so, and try again later in case it goes away.
+			// (It can also be ours, created a moment ago, whose event has
+			// not reached the cache yet; that event reconciles the Logger
+			// again at once, and the condition clears.)
+			failure = &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("Deployment %s exists and is not labelled %s; not touching it", want.Name, managedBySelector)}
+		} else if err != nil {
+			// A quota, an admission policy, the API server being away.
+			failure = &deploymentFailure{examplev1.ReasonCreateFailed, fmt.Errorf("creating Deployment %s: %w", want.Name, err)}
+		} else {
+			r.Recorder.Eventf(&l, want, corev1.EventTypeNormal, EventReasonCreated, "Create", "Created deployment %s", want.Name)
+			log.Info("created deployment", "deployment", want.Name)
+			d = *want
+		}
+	case err != nil:
 		return ctrl.Result{}, err
+	case !metav1.IsControlledBy(&d, &l):
+		if failure, err = r.adopt(ctx, &l, &d); err != nil {
+			return ctrl.Result{}, err
+		}
+	case deploymentDrifted(&d, want):
+		// The same JSON merge patch as 02 to 05 (repairPatch says why not
+		// an Update), sent through controller-runtime's client.
+		if err := r.Patch(ctx, &d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
+			failure = &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("updating Deployment %s: %w", want.Name, err)}
+		} else {
+			r.Recorder.Eventf(&l, &d, corev1.EventTypeNormal, EventReasonUpdated, "Update", "Deployment %s repaired", d.Name)
+			log.Info("repaired deployment", "deployment", want.Name)
+		}
+	default:
+		wrote = false
+	}
+	if failure != nil {
+		r.Recorder.Eventf(&l, nil, corev1.EventTypeWarning, EventReasonFailed, "Reconcile", "%v", failure)
+	}
+	if !metav1.IsControlledBy(&d, &l) {
+		have = nil // none created, or someone else's
 	}
 
 	// 5. Report: conditions (and the state derived from them), written
 	//    only when they changed.
-	status := loggerStatus(&l, d, failure)
-	if err == nil && !wrote && equality.Semantic.DeepEqual(l.Status, status) {
+	changed, err := r.writeStatus(ctx, &l, loggerStatus(&l, have, failure))
+	if err == nil && !changed && !wrote {
 		// docs/behaviour.md: "in sync" plus namespace/name, which tests
 		// and `make bench` wait for.
 		log.Info("in sync", "key", req.String())
-		return ctrl.Result{}, nil
 	}
-	if serr := r.writeStatus(ctx, &l, status); serr != nil {
-		return ctrl.Result{}, serr
+	if err == nil && failure != nil {
+		// Returned after the status write, so that the Degraded condition
+		// is visible while controller-runtime retries with backoff.
+		err = failure
 	}
-	// A failure is returned after the status write, so that the Degraded
-	// condition is visible while controller-runtime retries with backoff.
 	return ctrl.Result{}, err
 }
 
@@ -158,72 +197,32 @@ type deploymentFailure struct {
 func (f *deploymentFailure) Error() string { return f.err.Error() }
 func (f *deploymentFailure) Unwrap() error { return f.err }
 
-// ensureDeployment makes the Logger's Deployment what want says. It returns
-// the Deployment as it now is (nil when there is none that the Logger
-// controls) and whether it wrote it.
-func (r *LoggerReconciler) ensureDeployment(ctx context.Context, l *examplev1.Logger, want *appsv1.Deployment) (*appsv1.Deployment, bool, error) {
-	log := logf.FromContext(ctx)
-	var d appsv1.Deployment
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), &d)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := r.Create(ctx, want); apierrors.IsAlreadyExists(err) {
-			// The cache holds every Deployment labelled managed-by this
-			// operator, so one it lacks is someone else's: never take it
-			// over; say so, and try again later in case it goes away.
-			// (It can also be ours, created a moment ago, whose event has
-			// not reached the cache yet; that event reconciles the Logger
-			// again at once, and the condition clears.)
-			return nil, false, &deploymentFailure{examplev1.ReasonNotOwned,
-				fmt.Errorf("Deployment %s exists and is not labelled %s; not touching it", want.Name, managedBySelector)}
-		} else if err != nil {
-			// A quota, an admission policy, the API server being away.
-			return nil, false, &deploymentFailure{examplev1.ReasonCreateFailed, fmt.Errorf("creating Deployment %s: %w", want.Name, err)}
-		}
-		r.Recorder.Eventf(l, want, corev1.EventTypeNormal, EventReasonCreated, "Create", "Created deployment %s", want.Name)
-		log.Info("created deployment", "deployment", want.Name)
-		return want, true, nil
-	case err != nil:
-		return nil, false, err
+// adopt makes the Logger the controller of d, a Deployment that carries our
+// labels (the cache holds no other) and has no controller: it was made for
+// this Logger, by stage 05, which set no owner reference, or for an earlier
+// Logger of the same name deleted with --cascade=orphan. Adopting it keeps
+// its pods running; a drift is repaired by the reconcile that the adoption's
+// own event brings. A Deployment with another controller is never taken
+// over.
+func (r *LoggerReconciler) adopt(ctx context.Context, l *examplev1.Logger, d *appsv1.Deployment) (*deploymentFailure, error) {
+	if owner := metav1.GetControllerOf(d); owner != nil {
+		return &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("Deployment %s is controlled by %s %s, not by this Logger; not touching it", d.Name, owner.Kind, owner.Name)}, nil
 	}
-
-	wrote := false
-	if !metav1.IsControlledBy(&d, l) {
-		if owner := metav1.GetControllerOf(&d); owner != nil {
-			return nil, false, &deploymentFailure{examplev1.ReasonNotOwned,
-				fmt.Errorf("Deployment %s is controlled by %s %s, not by this Logger; not touching it", d.Name, owner.Kind, owner.Name)}
-		}
-		// Adopt an orphan: it carries our labels, so it was made for this
-		// Logger, by stage 05 (which set no owner reference) or for an
-		// earlier Logger of the same name deleted with --cascade=orphan.
-		// Adding the owner reference keeps its pods running. A merge patch
-		// replaces the list of owner references whole, so it carries the
-		// resourceVersion (MergeFromWithOptimisticLock): a conflict is
-		// retried rather than dropping an owner added meanwhile.
-		patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		if err := controllerutil.SetControllerReference(l, &d, r.Scheme()); err != nil {
-			return nil, false, err
-		}
-		if err := r.Patch(ctx, &d, patch); apierrors.IsConflict(err) {
-			return nil, false, err
-		} else if err != nil {
-			return nil, false, &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("adopting Deployment %s: %w", d.Name, err)}
-		}
-		r.Recorder.Eventf(l, &d, corev1.EventTypeNormal, EventReasonUpdated, "Update", "Deployment %s adopted", d.Name)
-		log.Info("adopted deployment", "deployment", d.Name)
-		wrote = true
+	// A merge patch replaces the list of owner references whole, so it
+	// carries the resourceVersion (MergeFromWithOptimisticLock): a conflict
+	// is retried rather than dropping an owner added meanwhile.
+	patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if err := controllerutil.SetControllerReference(l, d, r.Scheme()); err != nil {
+		return nil, err
 	}
-	if deploymentDrifted(&d, want) {
-		// The same JSON merge patch as 02 to 05 (repairPatch says why not
-		// an Update).
-		if err := r.Patch(ctx, &d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
-			return nil, false, &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("updating Deployment %s: %w", d.Name, err)}
-		}
-		r.Recorder.Eventf(l, &d, corev1.EventTypeNormal, EventReasonUpdated, "Update", "Deployment %s repaired", d.Name)
-		log.Info("repaired deployment", "deployment", d.Name)
-		wrote = true
+	if err := r.Patch(ctx, d, patch); apierrors.IsConflict(err) {
+		return nil, err
+	} else if err != nil {
+		return &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("adopting Deployment %s: %w", d.Name, err)}, nil
 	}
-	return &d, wrote, nil
+	r.Recorder.Eventf(l, d, corev1.EventTypeNormal, EventReasonUpdated, "Update", "Deployment %s adopted", d.Name)
+	logf.FromContext(ctx).Info("adopted deployment", "deployment", d.Name)
+	return nil, nil
 }
 
 // checkSpec refuses a spec the operator cannot act on: an interval under a
@@ -244,17 +243,17 @@ func checkSpec(s examplev1.LoggerSpec) error {
 }
 
 // writeStatus sends the difference between the Logger's status and want as
-// a JSON merge patch to loggers/status, as writeStatus does for tickets
-// (flightticket_controller.go).
-func (r *LoggerReconciler) writeStatus(ctx context.Context, l *examplev1.Logger, want examplev1.LoggerStatus) error {
+// a JSON merge patch to loggers/status, as for tickets
+// (flightticket_controller.go), and reports whether it wrote.
+func (r *LoggerReconciler) writeStatus(ctx context.Context, l *examplev1.Logger, want examplev1.LoggerStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(l.Status, want) {
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFrom(l.DeepCopy())
 	l.Status = want
 	if err := r.Status().Patch(ctx, l, patch); err != nil {
-		return fmt.Errorf("writing status: %w", err)
+		return false, fmt.Errorf("writing status: %w", err)
 	}
 	logf.FromContext(ctx).Info("status written", "state", want.State)
-	return nil
+	return true, nil
 }
