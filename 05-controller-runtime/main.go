@@ -1,16 +1,18 @@
-// Command 05-controller-runtime is the operator on controller-runtime: a
-// Manager that owns the cache, the clients, the metrics and health endpoints
-// and leader election, and one Reconciler per kind (internal/controller).
+// Command controller-runtime is stage 05 of operator-flow: the operator of
+// stage 04 on controller-runtime, laid out as kubebuilder lays out a
+// project.
+//
 // Everything stage 04 wrote by hand (informers, listers, workqueue, workers,
-// retries, cache sync, shutdown) happens inside the Manager now; see
-// README.md for where.
+// retries, cache sync, shutdown) happens inside a Manager now, which also
+// serves the metrics and health endpoints and runs leader election. What is
+// left to write is one Reconciler per kind (internal/controller); README.md
+// says where each piece of 04 went.
 package main
 
 import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"net/http"
 	"os"
 	"time"
@@ -30,6 +32,13 @@ import (
 	"github.com/operator-flow/operator-flow/05-controller-runtime/internal/controller"
 	"github.com/operator-flow/operator-flow/apicount"
 )
+
+// stageName names this operator in its User-Agent.
+const stageName = "05-controller-runtime"
+
+// defaultWorkers: reconciles of one kind at the same time, as 04's workers
+// per queue.
+const defaultWorkers = 2
 
 // leaderElectionID names the Lease the replicas compete for. Every replica of
 // this stage must use the same name, and no other program the same one.
@@ -51,107 +60,111 @@ const leaderElectionID = "operator-flow-stage-05"
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// options are the command-line flags.
-type options struct {
-	namespace   string
-	loggerImage string
-	workers     int
-
-	metricsAddr   string
-	metricsSecure bool
-	probeAddr     string
-
-	leaderElect          bool
-	leaderElectNamespace string
-	leaseDuration        time.Duration
-	renewDeadline        time.Duration
-	retryPeriod          time.Duration
-
-	zap zap.Options
-}
-
 func main() {
-	o := parseFlags()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
-	if err := run(o); err != nil {
-		ctrl.Log.WithName("setup").Error(err, "operator failed")
-		os.Exit(1)
-	}
-}
-
-func parseFlags() options {
-	var o options
 	// --kubeconfig is registered by controller-runtime (ctrl.GetConfig reads it).
-	flag.StringVar(&o.namespace, "namespace", "", "watch only this namespace (all namespaces when empty)")
-	flag.StringVar(&o.loggerImage, "logger-image", "busybox:1.37", "image of the container every Logger's Deployment runs")
-	flag.IntVar(&o.workers, "workers", 2, "reconciles of one kind that run at the same time (MaxConcurrentReconciles)")
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `address of the Prometheus /metrics endpoint ("0" turns it off)`)
-	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS, only to callers the API server authenticates and allows to GET /metrics (false: plain HTTP to anyone, for local experiments only)")
-	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
-	flag.BoolVar(&o.leaderElect, "leader-elect", false, "run as one of several replicas: only the holder of a Lease reconciles")
-	flag.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "namespace of the Lease (default: --namespace, else the pod's own namespace in-cluster)")
-	flag.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the last renewal before it takes the Lease over")
-	flag.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits)")
-	flag.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
+	namespace := flag.String("namespace", "", "watch only this namespace (default: all namespaces)")
+	image := flag.String("logger-image", "busybox:1.37", "container image of the Loggers' pods")
+	workers := flag.Int("workers", defaultWorkers, "reconciles of one kind that run at the same time (MaxConcurrentReconciles)")
+	metricsAddr := flag.String("metrics-bind-address", ":8443", `address of the Prometheus /metrics endpoint ("0" turns it off)`)
+	metricsSecure := flag.Bool("metrics-secure", true, "serve /metrics over HTTPS, only to callers the API server authenticates and allows to GET /metrics (false: plain HTTP to anyone, for local experiments only)")
+	probeAddr := flag.String("health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
+	leaderElect := flag.Bool("leader-elect", false, "run as one of several replicas: only the holder of a Lease reconciles")
+	leaderElectNamespace := flag.String("leader-elect-namespace", "", "namespace of the Lease (default: --namespace, else the pod's own namespace in-cluster)")
+	leaseDuration := flag.Duration("leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the last renewal before it takes the Lease over")
+	renewDeadline := flag.Duration("leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits)")
+	retryPeriod := flag.Duration("leader-elect-retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
 	// Console output with readable timestamps; --zap-devel=false switches to
 	// JSON. Stack traces only on panics: a failed reconcile is an expected
 	// event here, and its error already says what and where.
-	o.zap = zap.Options{Development: true, StacktraceLevel: zapcore.DPanicLevel}
-	o.zap.BindFlags(flag.CommandLine)
+	logOpts := zap.Options{Development: true, StacktraceLevel: zapcore.DPanicLevel}
+	logOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	return o
-}
-
-func run(o options) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&logOpts)))
 	log := ctrl.Log.WithName("setup")
-
-	// The scheme maps Go types to API kinds: the built-in ones (Deployment)
-	// and ours.
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, flightsv1.AddToScheme, examplev1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	fatal := func(err error, msg string) {
+		log.Error(err, msg)
+		os.Exit(1)
 	}
 
 	// --kubeconfig, else $KUBECONFIG, else the in-cluster config, else
 	// ~/.kube/config. ctrl.GetConfig turns client-go's own rate limit off
 	// (QPS -1, where 02 to 04 set 300 a second) and leaves the pace to the
-	// API server's Priority and Fairness. Count every request any client
-	// built from it makes: the cache's, the writes', leader election's.
+	// API server's Priority and Fairness.
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
-		return fmt.Errorf("no Kubernetes configuration: %w", err)
+		fatal(err, "no Kubernetes configuration")
 	}
+	cfg.UserAgent = "operator-flow/" + stageName
+	// Count every request any client built from cfg makes, to print at exit:
+	// the cache's, the writes', leader election's.
 	counter := apicount.New()
 	counter.Wrap(cfg)
-	defer counter.WriteSummary(os.Stderr)
 
-	mgr, err := ctrl.NewManager(cfg, managerOptions(o, scheme))
+	// The scheme maps Go types to API kinds: the built-in ones (Deployment)
+	// and ours. 04's generated clientset knew its types; the Manager's one
+	// client learns them here.
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, flightsv1.AddToScheme, examplev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			fatal(err, "building the scheme")
+		}
+	}
+	opts := ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsOptions(*metricsAddr, *metricsSecure),
+		HealthProbeBindAddress: *probeAddr,
+
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: *leaderElectNamespace,
+		LeaseDuration:           leaseDuration,
+		RenewDeadline:           renewDeadline,
+		RetryPeriod:             retryPeriod,
+		// Give the Lease up on a clean exit, so that a standby takes over at
+		// once instead of after the lease duration. Safe because the process
+		// ends right after Start returns.
+		LeaderElectionReleaseOnCancel: true,
+
+		// Only the Deployments this operator made, as 04's informer.
+		Cache: cache.Options{ByObject: controller.CacheByObject()},
+	}
+	if *namespace != "" {
+		// The cache lists and watches only this namespace, for every kind.
+		// That is what lets the operator run with a RoleBinding in one
+		// namespace instead of cluster-wide rights.
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{*namespace: {}}
+		if opts.LeaderElectionNamespace == "" {
+			opts.LeaderElectionNamespace = *namespace
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
+		fatal(err, "creating the manager")
 	}
 	// /healthz: the process answers. /readyz: the caches have synced, so
 	// the controllers read a complete picture of the cluster.
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
+		fatal(err, "adding /healthz")
 	}
 	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr)); err != nil {
-		return err
+		fatal(err, "adding /readyz")
 	}
 
-	if err := (&controller.FlightTicketReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, o.workers); err != nil {
-		return fmt.Errorf("setting up the FlightTicket controller: %w", err)
+	if err := (&controller.FlightTicketReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, *workers); err != nil {
+		fatal(err, "setting up the FlightTicket controller")
 	}
-	if err := (&controller.LoggerReconciler{Client: mgr.GetClient(), Image: o.loggerImage}).SetupWithManager(mgr, o.workers); err != nil {
-		return fmt.Errorf("setting up the Logger controller: %w", err)
+	if err := (&controller.LoggerReconciler{Client: mgr.GetClient(), Image: *image}).SetupWithManager(mgr, *workers); err != nil {
+		fatal(err, "setting up the Logger controller")
 	}
 
-	// Start blocks until the context ends (SIGINT or SIGTERM; a second signal
-	// exits at once) and the Manager has stopped the controllers, released
-	// the Lease and closed the endpoints.
+	// SIGINT (Ctrl-C) or SIGTERM (kubectl delete pod, systemd) cancels ctx,
+	// and Start returns once the Manager has stopped the controllers (their
+	// workers finish the keys in their hands), released the Lease and
+	// closed the endpoints. A second signal exits at once. "shutting down"
+	// is logged before Start returns, so it always comes before the request
+	// summary.
 	ctx := ctrl.SetupSignalHandler()
-	log.Info("starting", "namespace", displayNamespace(o.namespace), "workers", o.workers, "leaderElection", o.leaderElect)
+	log.Info("starting", "namespace", *namespace, "logger-image", *image, "workers", *workers, "leader-elect", *leaderElect)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	select {
@@ -161,10 +174,32 @@ func run(o options) error {
 	case err = <-done:
 	}
 	if err != nil {
-		return err
+		counter.WriteSummary(os.Stderr)
+		fatal(err, "operator failed")
 	}
 	log.Info("stopped")
-	return nil
+	counter.WriteSummary(os.Stderr)
+}
+
+// metricsOptions configures the /metrics endpoint. Metrics say a lot about a
+// cluster (object names in labels, request rates), so by default the
+// endpoint is HTTPS and every request is checked with the API server: the
+// bearer token must authenticate (TokenReview), and its user must be allowed
+// to GET the non-resource URL /metrics (SubjectAccessReview), which
+// config/rbac/metrics_reader_role.yaml grants. controller-runtime's filter
+// does both checks, as in every kubebuilder project; it links in part of
+// k8s.io/apiserver, which makes the binary larger. Without a certificate in
+// CertDir the server makes a self-signed one at start, as
+// kube-controller-manager does for its own metrics.
+func metricsOptions(addr string, secure bool) metricsserver.Options {
+	if !secure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{
+		BindAddress:    addr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+	}
 }
 
 // cachesSynced is a readiness check that passes once every informer the
@@ -180,65 +215,4 @@ func cachesSynced(mgr ctrl.Manager) healthz.Checker {
 		}
 		return nil
 	}
-}
-
-// managerOptions turns the flags into the Manager's configuration.
-func managerOptions(o options, scheme *runtime.Scheme) ctrl.Options {
-	opts := ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsOptions(o),
-		HealthProbeBindAddress: o.probeAddr,
-
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        leaderElectionID,
-		LeaderElectionNamespace: o.leaderElectNamespace,
-		LeaseDuration:           &o.leaseDuration,
-		RenewDeadline:           &o.renewDeadline,
-		RetryPeriod:             &o.retryPeriod,
-		// Give the Lease up on a clean exit, so that a standby takes over at
-		// once instead of after the lease duration. Safe because the process
-		// ends right after Start returns.
-		LeaderElectionReleaseOnCancel: true,
-
-		// Only the Deployments this operator made, as 04's informer.
-		Cache: cache.Options{ByObject: controller.CacheByObject()},
-	}
-	if o.namespace != "" {
-		// The cache lists and watches only this namespace, for every kind.
-		// That is what lets the operator run with a RoleBinding in one
-		// namespace instead of cluster-wide rights.
-		opts.Cache.DefaultNamespaces = map[string]cache.Config{o.namespace: {}}
-		if opts.LeaderElectionNamespace == "" {
-			opts.LeaderElectionNamespace = o.namespace
-		}
-	}
-	return opts
-}
-
-// metricsOptions configures the /metrics endpoint. Metrics say a lot about a
-// cluster (object names in labels, request rates), so by default the
-// endpoint is HTTPS and every request is checked with the API server: the
-// bearer token must authenticate (TokenReview), and its user must be allowed
-// to GET the non-resource URL /metrics (SubjectAccessReview), which
-// config/rbac/metrics_reader_role.yaml grants. controller-runtime's filter
-// does both checks, as in every kubebuilder project; it links in part of
-// k8s.io/apiserver, which makes the binary larger. Without a certificate in
-// CertDir the server makes a self-signed one at start, as
-// kube-controller-manager does for its own metrics.
-func metricsOptions(o options) metricsserver.Options {
-	if !o.metricsSecure {
-		return metricsserver.Options{BindAddress: o.metricsAddr}
-	}
-	return metricsserver.Options{
-		BindAddress:    o.metricsAddr,
-		SecureServing:  true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
-	}
-}
-
-func displayNamespace(ns string) string {
-	if ns == "" {
-		return "(all)"
-	}
-	return ns
 }
