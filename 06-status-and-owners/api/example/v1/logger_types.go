@@ -80,7 +80,8 @@ const (
 	// ReasonCreateFailed: the API server refused to create the Deployment
 	// (a ResourceQuota, an admission policy, missing permissions...).
 	ReasonCreateFailed = "DeploymentCreateFailed"
-	// ReasonUpdateFailed: the API server refused to repair the Deployment.
+	// ReasonUpdateFailed: the API server refused to repair or adopt the
+	// Deployment.
 	ReasonUpdateFailed = "DeploymentUpdateFailed"
 	// ReasonNotOwned: a Deployment of the same name exists and belongs to
 	// someone else; the operator does not take it over.
