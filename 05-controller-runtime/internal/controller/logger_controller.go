@@ -65,7 +65,7 @@ func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 func handleObject(ctx context.Context, obj client.Object) []reconcile.Request {
 	logger := obj.GetLabels()[instanceLabel]
 	if logger == "" {
-		logf.FromContext(ctx).Info("not the Deployment of a Logger", "deployment", client.ObjectKeyFromObject(obj), "missing label", instanceLabel)
+		logf.FromContext(ctx).Info("not the Deployment of a Logger", "deployment", client.ObjectKeyFromObject(obj), "missingLabel", instanceLabel)
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: logger}}}
