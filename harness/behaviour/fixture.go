@@ -44,6 +44,7 @@ type fixture struct {
 	kubeconfig string
 	bin        string
 	op         *harness.Operator
+	started    time.Time // when op was started
 }
 
 // newFixture creates the namespace and builds the stage's operator; start
@@ -74,6 +75,7 @@ func newFixture(t *testing.T, cfg *envconf.Config, s Stage, prefix string) *fixt
 func (f *fixture) start(t *testing.T, extra ...string) *harness.Operator {
 	t.Helper()
 	args := append([]string{"--namespace", f.ns}, f.stage.Args...)
+	f.started = time.Now()
 	f.op = harness.StartOperator(t, f.kubeconfig, f.bin, append(args, extra...)...)
 	return f.op
 }
@@ -152,9 +154,18 @@ func (f *fixture) versions(t *testing.T) map[string]string {
 
 func (f *fixture) create(t *testing.T, gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
 	t.Helper()
-	if _, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating %s %s/%s: %v", gvr.Resource, f.ns, u.GetName(), err)
+	if err := f.tryCreate(gvr, u); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// tryCreate is create for other goroutines than the test's own, where
+// t.Fatal must not be called.
+func (f *fixture) tryCreate(gvr schema.GroupVersionResource, u *unstructured.Unstructured) error {
+	if _, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating %s %s/%s: %w", gvr.Resource, f.ns, u.GetName(), err)
+	}
+	return nil
 }
 
 // patchSpec merges fields into an object's spec, as a user's `kubectl patch`

@@ -23,6 +23,8 @@ const (
 	containerName    = "logger"
 	loggerScript     = `while true; do echo "$(date -u +%FT%TZ) $LOGGER_NAME is active"; sleep "$TIME_INTERVAL"; done`
 	runAsUser        = 65534
+	// ticketFinalizer: stage 06 keeps a ticket until its seats are released.
+	ticketFinalizer = "flights.com/release-seats"
 )
 
 // bookingMessage is status.message of a booked ticket.

@@ -38,4 +38,11 @@ type Stage struct {
 	// deletes its tickets with an operator running before its namespace is
 	// deleted, which could otherwise never finish (ReleaseTicketsAtCleanup).
 	TicketFinalizer bool
+	// StaleWritesConflict: the operator writes a Logger's status with an
+	// Update that carries the resourceVersion it read (stage 04, where the
+	// status is part of the object), so a write from a stale copy is
+	// answered 409 Conflict, and must be sent again. Stages 05 and 06 send
+	// a merge patch without a resourceVersion, which the API server applies
+	// to whatever is stored: it cannot conflict.
+	StaleWritesConflict bool
 }
