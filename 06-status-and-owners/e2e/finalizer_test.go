@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -157,6 +158,14 @@ func TestFinalizerCleanupFails(t *testing.T) {
 			if err := w.c.Kube.RbacV1().RoleBindings(sa.namespace).Delete(ctx, "operator-flow-06-ledger", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			// The RBAC authorizer learns of the removal through a watch of
+			// its own, a moment after the delete returns: wait until the
+			// account may no longer delete holds, or the release below
+			// could still succeed.
+			harness.Eventually(t, converge, "the ledger RoleBinding's removal to take effect", func(ctx context.Context) (bool, string, error) {
+				ok := allowed(t, w.c, sa, "delete", "", "configmaps", sa.namespace)
+				return !ok, "allowed=" + strconv.FormatBool(ok), nil
+			})
 			if err := w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns).Delete(ctx, "stuck", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}

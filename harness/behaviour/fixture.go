@@ -75,9 +75,20 @@ func newFixture(t *testing.T, cfg *envconf.Config, s Stage, prefix string) *fixt
 func (f *fixture) start(t *testing.T, extra ...string) *harness.Operator {
 	t.Helper()
 	args := append([]string{"--namespace", f.ns}, f.stage.Args...)
+	var op *harness.Operator
+	if f.stage.NothingForbidden {
+		// Registered first, so it runs after the operator has stopped, and
+		// sees its whole log.
+		t.Cleanup(func() {
+			if n := op.CountLog("forbidden"); n != 0 {
+				t.Errorf("the operator logged \"forbidden\" %d times; its roles miss a rule the code needs:\n%s", n, op.Log())
+			}
+		})
+	}
 	f.started = time.Now()
-	f.op = harness.StartOperator(t, f.kubeconfig, f.bin, append(args, extra...)...)
-	return f.op
+	op = harness.StartOperator(t, f.kubeconfig, f.bin, append(args, extra...)...)
+	f.op = op
+	return op
 }
 
 // restartInSync stops the fixture's operator and starts a fresh one, and
