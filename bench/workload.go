@@ -14,12 +14,14 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/operator-flow/operator-flow/harness"
 )
 
 var (
-	ticketsGVR     = schema.GroupVersionResource{Group: "flights.com", Version: "v1", Resource: "flighttickets"}
-	loggersGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "loggers"}
-	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	ticketsGVR     = harness.TicketGVR
+	loggersGVR     = harness.LoggerGVR
+	deploymentsGVR = harness.DeploymentGVR
 	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
@@ -33,19 +35,11 @@ const (
 )
 
 func ticket(i int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "flights.com/v1", "kind": "FlightTicket",
-		"metadata": map[string]any{"name": fmt.Sprintf("t-%05d", i)},
-		"spec":     map[string]any{"from": "Amsterdam", "to": "Lisbon", "number": int64(seatsBefore)},
-	}}
+	return harness.NewTicket(fmt.Sprintf("t-%05d", i), "Amsterdam", "Lisbon", seatsBefore)
 }
 
 func logger(i int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Logger",
-		"metadata": map[string]any{"name": fmt.Sprintf("l-%04d", i)},
-		"spec":     map[string]any{"name": fmt.Sprintf("bench-%d", i), "timeInterval": int64(intervalBefore), "replicas": int64(loggerReplicas)},
-	}}
+	return harness.NewLogger(fmt.Sprintf("l-%04d", i), fmt.Sprintf("bench-%d", i), intervalBefore, loggerReplicas)
 }
 
 // parallel runs fn(0..count-1) on `writers` goroutines and returns the first error.

@@ -20,8 +20,8 @@ import (
 
 var (
 	crdGVR     = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	ticketGVR  = schema.GroupVersionResource{Group: "flights.com", Version: "v1", Resource: "flighttickets"}
-	loggersGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "loggers"}
+	ticketGVR  = harness.TicketGVR
+	loggersGVR = harness.LoggerGVR
 )
 
 func clients(t *testing.T, cfg *envconf.Config) *harness.Clients {

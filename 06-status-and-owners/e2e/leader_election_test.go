@@ -10,7 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -41,7 +40,7 @@ const (
 	logLeading   = "Successfully acquired lease"
 )
 
-var ticketGVR = schema.GroupVersionResource{Group: "flights.com", Version: "v1", Resource: "flighttickets"}
+var ticketGVR = harness.TicketGVR
 
 // TestLeaderElection runs two replicas with --leader-elect. Only the one
 // holding the Lease reconciles; when it is killed without warning (SIGKILL:
@@ -162,12 +161,7 @@ const converge = 60 * time.Second
 
 func createTicket(t *testing.T, c *harness.Clients, ns, name string) {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "flights.com/v1",
-		"kind":       "FlightTicket",
-		"metadata":   map[string]any{"name": name},
-		"spec":       map[string]any{"from": "Oslo", "to": "Bergen", "number": int64(1)},
-	}}
+	u := harness.NewTicket(name, "Oslo", "Bergen", 1)
 	if _, err := c.Dynamic.Resource(ticketGVR).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ticket %s: %v", name, err)
 	}

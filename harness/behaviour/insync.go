@@ -37,10 +37,10 @@ func noWritesWhenConverged(s Stage) features.Feature {
 		}).
 		Assess("operator A converges two tickets and two Loggers", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			for _, tk := range tickets {
-				f.create(t, ticketGVR, tk.object())
+				f.Create(t, ticketGVR, tk.object())
 			}
 			for _, name := range loggers {
-				f.create(t, loggerGVR, newLogger(name, name+"-e2e", 10, 1))
+				f.Create(t, loggerGVR, newLogger(name, name+"-e2e", 10, 1))
 			}
 			for _, tk := range tickets {
 				f.waitTicketBooked(t, tk.name, tk.from, tk.to, tk.number)
@@ -69,7 +69,7 @@ func noWritesWhenConverged(s Stage) features.Feature {
 			// built without apicount would hide its writes from the summary,
 			// not from the proxy.
 			p := newAPIProxy(t, operatorIdentity(t, f))
-			f.kubeconfig = p.kubeconfig
+			f.Kubeconfig = p.kubeconfig
 			// A was stopped above, so this only starts B and waits.
 			b := f.restartInSync(t, names...)
 			counts := stopAndCount(t, b)

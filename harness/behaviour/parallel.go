@@ -58,7 +58,7 @@ func parallelFeature(s Stage) features.Feature {
 			f = newFixture(t, cfg, s, "parallel")
 			p = newAPIProxy(t, operatorIdentity(t, f))
 			p.slow, p.slowBy = isTicketWrite, ticketWriteLatency
-			f.kubeconfig = p.kubeconfig
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			return ctx
 		}).
@@ -70,7 +70,7 @@ func parallelFeature(s Stage) features.Feature {
 			createAll(t, f, objs)
 			created = time.Now()
 			harness.Eventually(t, 3*converge, fmt.Sprintf("all %d tickets booked", parallelTickets), func(ctx context.Context) (bool, string, error) {
-				list, err := f.c.Dynamic.Resource(ticketGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
+				list, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, "", err
 				}
@@ -116,7 +116,7 @@ func createAll(t *testing.T, f *fixture, objs []object) {
 	for range 10 {
 		wg.Go(func() {
 			for o := range work {
-				if err := f.tryCreate(o.gvr, o.u); err != nil {
+				if err := f.TryCreate(o.gvr, o.u); err != nil {
 					errs <- err
 				}
 			}

@@ -66,7 +66,7 @@ func killedMidBatch(s Stage, scale int) features.Feature {
 			p = newAPIProxy(t, operatorIdentity(t, f))
 			p.slow = func(r *http.Request) bool { return isWrite(r.Method) }
 			p.slowBy = killWriteDelay
-			f.kubeconfig = p.kubeconfig
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			return ctx
 		}).
@@ -113,7 +113,7 @@ func killedMidBatch(s Stage, scale int) features.Feature {
 				avail, err := f.countLoggers(ctx, stateAvailable)
 				return avail == scale, fmt.Sprintf("%d of %d Available", avail, scale), err
 			})
-			deps, err := f.c.Kube.AppsV1().Deployments(f.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=logger"})
+			deps, err := f.C.Kube.AppsV1().Deployments(f.NS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=logger"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,12 +138,12 @@ func killedMidBatch(s Stage, scale int) features.Feature {
 			// lives as long as the step that started it).
 			f.start(t)
 			for _, gvr := range []schema.GroupVersionResource{ticketGVR, loggerGVR} {
-				if err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				if err := f.C.Dynamic.Resource(gvr).Namespace(f.NS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 					t.Fatalf("deleting every %s: %v", gvr.Resource, err)
 				}
 			}
 			harness.Eventually(t, 2*converge, "every ticket released and every seat hold gone", func(ctx context.Context) (bool, string, error) {
-				tickets, err := f.c.Dynamic.Resource(ticketGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
+				tickets, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, "", err
 				}
@@ -183,7 +183,7 @@ func succeededWrite(since time.Time) func(proxiedRequest) bool {
 // seatHolds lists stage 06's seat holds: ConfigMaps in the ledger namespace,
 // which is the operator's --namespace unless --ledger-namespace says other.
 func (f *fixture) seatHolds(ctx context.Context) ([]corev1.ConfigMap, error) {
-	list, err := f.c.Kube.CoreV1().ConfigMaps(f.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=seat-hold"})
+	list, err := f.C.Kube.CoreV1().ConfigMaps(f.NS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=seat-hold"})
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (f *fixture) seatHolds(ctx context.Context) ([]corev1.ConfigMap, error) {
 func (f *fixture) checkSeatHolds(t *testing.T, scale int) {
 	t.Helper()
 	ctx := context.Background()
-	tickets, err := f.c.Dynamic.Resource(ticketGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
+	tickets, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func (f *fixture) checkSeatHolds(t *testing.T, scale int) {
 		perTicket[h.Data["ticket"]] = append(perTicket[h.Data["ticket"]], h)
 	}
 	for _, u := range tickets.Items {
-		key := f.ns + "/" + u.GetName()
+		key := f.NS + "/" + u.GetName()
 		n, _, _ := unstructured.NestedInt64(u.Object, "spec", "number")
 		if !slices.Contains(u.GetFinalizers(), ticketFinalizer) {
 			t.Errorf("ticket %s has finalizers %v, want %s", key, u.GetFinalizers(), ticketFinalizer)
@@ -246,7 +246,7 @@ func (f *fixture) checkBookedEvents(t *testing.T, scale int) {
 	var booked map[string]int32
 	lastBooked := 0
 	harness.Eventually(t, converge, "a Booked Event for every ticket the running operator booked", func(ctx context.Context) (bool, string, error) {
-		events, err := f.c.Kube.EventsV1().Events(f.ns).List(ctx, metav1.ListOptions{})
+		events, err := f.C.Kube.EventsV1().Events(f.NS).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, "", err
 		}
@@ -292,7 +292,7 @@ func seriesCount(e *eventsv1.Event) int32 {
 // Loggers whose Deployment exists with the replicas and interval they ask for.
 func (f *fixture) progress(ctx context.Context, scale int) (int, error) {
 	done := 0
-	tickets, err := f.c.Dynamic.Resource(ticketGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
+	tickets, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -302,7 +302,7 @@ func (f *fixture) progress(ctx context.Context, scale int) (int, error) {
 			done++
 		}
 	}
-	deps, err := f.c.Kube.AppsV1().Deployments(f.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=logger"})
+	deps, err := f.C.Kube.AppsV1().Deployments(f.NS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=logger"})
 	if err != nil {
 		return 0, err
 	}
@@ -316,7 +316,7 @@ func (f *fixture) progress(ctx context.Context, scale int) (int, error) {
 }
 
 func (f *fixture) countLoggers(ctx context.Context, state string) (int, error) {
-	loggers, err := f.c.Dynamic.Resource(loggerGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
+	loggers, err := f.C.Dynamic.Resource(loggerGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -339,7 +339,7 @@ func restarted(s Stage, component string) features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "restart")
 			f.start(t)
-			f.create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
+			f.Create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
 			f.waitTicketBooked(t, "before", "Oslo", "Bergen", 1)
 			return ctx
 		}).
@@ -347,8 +347,8 @@ func restarted(s Stage, component string) features.Feature {
 			op := f.op
 			harness.RestartComponent(t, component, nil)
 			f.waitAPIServerReady(t, component)
-			f.create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 2))
-			f.create(t, loggerGVR, newLogger("after", "after-restart", 5, 1))
+			f.Create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 2))
+			f.Create(t, loggerGVR, newLogger("after", "after-restart", 5, 1))
 			f.waitTicketBooked(t, "after", "Oslo", "Bergen", 2)
 			f.waitAvailableAfterRestart(t, "after")
 			f.waitLoggerState(t, "after", stateAvailable)
@@ -364,7 +364,7 @@ func restarted(s Stage, component string) features.Feature {
 func (f *fixture) waitAPIServerReady(t *testing.T, component string) {
 	t.Helper()
 	harness.Eventually(t, converge, "the API server to answer /readyz again", func(ctx context.Context) (bool, string, error) {
-		_, err := f.c.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		_, err := f.C.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err == nil {
 			return true, "", nil
 		}
@@ -385,7 +385,7 @@ func (f *fixture) waitAvailableAfterRestart(t *testing.T, logger string) {
 	name := deploymentName(logger)
 	start := time.Now()
 	harness.Eventually(t, 2*converge, "Deployment "+name+" to be Available (the cluster's controllers recovering from the restart)", func(ctx context.Context) (bool, string, error) {
-		d, err := f.deployment(ctx, name)
+		d, err := f.Deployment(ctx, name)
 		if err != nil || d == nil {
 			return false, "no Deployment: the operator has not created it", err
 		}
@@ -414,23 +414,23 @@ func poisonObject(s Stage) features.Feature {
 	return features.New("a poison object backs off while the others converge").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "poison")
-			policy += f.ns
+			policy += f.NS
 			denyPoison(ctx, t, f, policy)
-			p = newAPIProxy(t, f.c.Config)
-			f.kubeconfig = p.kubeconfig
+			p = newAPIProxy(t, f.C.Config)
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			return ctx
 		}).
 		Assess("healthy objects converge while the poison Logger keeps failing", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			f.create(t, loggerGVR, newLogger("poison", "never", 5, 1))
+			f.Create(t, loggerGVR, newLogger("poison", "never", 5, 1))
 			harness.Eventually(t, converge, "the first refused create of the poison Deployment", func(context.Context) (bool, string, error) {
 				n := len(p.requests(poisonCreate))
 				return n > 0, fmt.Sprintf("%d refused", n), nil
 			})
 			for i := 0; i < 10; i++ {
-				f.create(t, ticketGVR, newTicket(fmt.Sprintf("healthy-%d", i), "Oslo", "Bergen", int64(1+i)))
+				f.Create(t, ticketGVR, newTicket(fmt.Sprintf("healthy-%d", i), "Oslo", "Bergen", int64(1+i)))
 			}
-			f.create(t, loggerGVR, newLogger("healthy", "healthy", 5, 1))
+			f.Create(t, loggerGVR, newLogger("healthy", "healthy", 5, 1))
 			start := time.Now()
 			for i := 0; i < 10; i++ {
 				f.waitTicketBooked(t, fmt.Sprintf("healthy-%d", i), "Oslo", "Bergen", int64(1+i))
@@ -463,7 +463,7 @@ func poisonObject(s Stage) features.Feature {
 // named logger-poison in the fixture's namespace, and removes it afterwards.
 func denyPoison(ctx context.Context, t *testing.T, f *fixture, name string) {
 	t.Helper()
-	adm := f.c.Kube.AdmissionregistrationV1()
+	adm := f.C.Kube.AdmissionregistrationV1()
 	fail := admissionregistrationv1.Deny
 	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -492,7 +492,7 @@ func denyPoison(ctx context.Context, t *testing.T, f *fixture, name string) {
 			PolicyName:        name,
 			ValidationActions: []admissionregistrationv1.ValidationAction{fail},
 			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": f.ns}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": f.NS}},
 			},
 		},
 	}, metav1.CreateOptions{})
@@ -511,7 +511,7 @@ func denyPoison(ctx context.Context, t *testing.T, f *fixture, name string) {
 		}}
 		d.Spec.Template.Labels = map[string]string{"a": "b"}
 		d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
-		_, err := f.c.Kube.AppsV1().Deployments(f.ns).Create(ctx, d, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := f.C.Kube.AppsV1().Deployments(f.NS).Create(ctx, d, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "forbidden by the e2e"), fmt.Sprint(err), nil
 	})
 }
@@ -541,21 +541,21 @@ func conflictStorm(s Stage) features.Feature {
 			p = newAPIProxy(t, operatorIdentity(t, f))
 			p.slow = func(r *http.Request) bool { return toStorm(r.Method, r.URL.Path) }
 			p.slowBy = stormWriteDelay
-			f.kubeconfig = p.kubeconfig
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			return ctx
 		}).
 		Assess("the operator retries every 409 and converges to the last spec within a bounded number of requests", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			before := time.Now()
 			conflicted := func(r proxiedRequest) bool { return r.status == http.StatusConflict && !r.start.Before(before) }
-			f.create(t, loggerGVR, newLogger("storm", "storm", 5, 1))
+			f.Create(t, loggerGVR, newLogger("storm", "storm", 5, 1))
 			// At least `writes` patches; for a stage whose writes can
 			// conflict, more until the operator has met its first 409.
 			i := 0
 			for i < maxWrites && (i < writes || (s.StaleWritesConflict && len(p.requests(conflicted)) == 0)) {
 				i++
 				patch := fmt.Sprintf(`{"metadata":{"labels":{"storm":"%d"}},"spec":{"replicas":%d,"timeInterval":%d}}`, i, 1+i%3, 5+i)
-				if _, err := f.c.Dynamic.Resource(loggerGVR).Namespace(f.ns).Patch(ctx, "storm", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				if _, err := f.C.Dynamic.Resource(loggerGVR).Namespace(f.NS).Patch(ctx, "storm", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 					t.Fatalf("storm write %d: %v", i, err)
 				}
 			}

@@ -59,16 +59,16 @@ func retryFeature(s Stage) features.Feature {
 	return features.New("a refused write is retried with backoff").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "retry")
-			if _, err := f.c.Kube.CoreV1().ResourceQuotas(f.ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+			if _, err := f.C.Kube.CoreV1().ResourceQuotas(f.NS).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			p = newAPIProxy(t, operatorIdentity(t, f))
-			f.kubeconfig = p.kubeconfig
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			return ctx
 		}).
 		Assess("while a quota forbids Deployments, the create is retried, each time after a longer wait", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			f.create(t, loggerGVR, newLogger(want.logger, want.printed, want.interval, int64(want.replicas)))
+			f.Create(t, loggerGVR, newLogger(want.logger, want.printed, want.interval, int64(want.replicas)))
 			harness.Eventually(t, converge, fmt.Sprintf("%d refused attempts to create the Deployment", retryAttempts), func(context.Context) (bool, string, error) {
 				n := len(p.requests(refusedCreate))
 				return n >= retryAttempts, fmt.Sprintf("%d refused creates so far", n), nil
@@ -87,7 +87,7 @@ func retryFeature(s Stage) features.Feature {
 		Assess("once the quota is lifted, the Logger converges within the backoff window", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			attempts := p.requests(refusedCreate)
 			blockedFor := time.Since(attempts[0].start)
-			if err := f.c.Kube.CoreV1().ResourceQuotas(f.ns).Delete(ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
+			if err := f.C.Kube.CoreV1().ResourceQuotas(f.NS).Delete(ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			lifted := time.Now()
@@ -96,7 +96,7 @@ func retryFeature(s Stage) features.Feature {
 			// for a slow machine, bounds when the next attempt must come.
 			window := 2*blockedFor + 10*time.Second
 			harness.Eventually(t, window, "the Deployment, created by a retry", func(ctx context.Context) (bool, string, error) {
-				d, err := f.deployment(ctx, deploymentName(want.logger))
+				d, err := f.Deployment(ctx, deploymentName(want.logger))
 				if err != nil || d == nil {
 					return false, "no Deployment yet", err
 				}
