@@ -24,7 +24,7 @@ import (
 	"github.com/operator-flow/operator-flow/harness"
 )
 
-// Reliability runs the failure scenarios of issue 7 against a stage: the
+// Reliability runs the failure scenarios of docs/reliability.md against a stage: the
 // operator killed mid-batch, the API server and etcd restarted under it, a
 // poison object among healthy ones, and a conflict storm. scale is how many
 // tickets and Loggers the batch scenario creates (30 in `make test`, 300 in
@@ -455,6 +455,26 @@ func poisonObject(s Stage) features.Feature {
 			if rate := float64(len(attempts)) / attempts[len(attempts)-1].start.Sub(attempts[0].start).Seconds(); rate > 20 {
 				t.Errorf("%.0f attempts per second on the poison object: that is a hot loop", rate)
 			}
+			return ctx
+		}).
+		Assess("the poison Logger says it is Degraded", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if !s.Conditions {
+				return ctx
+			}
+			harness.Eventually(t, converge, "Logger poison to have condition Degraded=True", func(ctx context.Context) (bool, string, error) {
+				u, err := f.Get(ctx, loggerGVR, "poison")
+				if err != nil || u == nil {
+					return false, "no Logger", err
+				}
+				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+				for _, c := range conds {
+					m, _ := c.(map[string]any)
+					if m["type"] == "Degraded" {
+						return m["status"] == "True", fmt.Sprintf("Degraded=%v (%v): %v", m["status"], m["reason"], m["message"]), nil
+					}
+				}
+				return false, "no Degraded condition", nil
+			})
 			return ctx
 		}).Feature()
 }

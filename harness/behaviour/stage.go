@@ -45,6 +45,9 @@ type Stage struct {
 	// a merge patch without a resourceVersion, which the API server applies
 	// to whatever is stored: it cannot conflict.
 	StaleWritesConflict bool
+	// Conditions: the operator reports status conditions (stage 06): a
+	// Logger whose Deployment the API server keeps refusing is Degraded.
+	Conditions bool
 	// NothingForbidden: the operator runs with only the roles it needs
 	// (TestLeastPrivilege), so a request refused with 403 Forbidden means a
 	// missing rule. Every operator the suite starts must then log no
