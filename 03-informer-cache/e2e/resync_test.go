@@ -18,7 +18,11 @@ import (
 // with --resync so that it can watch both halves: the Deployment stays
 // missing after the cause is gone, and appears at the resync.
 func TestFailedWriteWaitsForResync(t *testing.T) {
-	const resync = 15 * time.Second
+	// Long enough for the steps before the check (a quota, a refused
+	// create, a sentinel) on a loaded 2-core machine, where they take a few
+	// seconds; a resync inside that window fails the test rather than
+	// passing it.
+	const resync = 30 * time.Second
 	f := features.New("weakness: work inside event handlers").
 		Assess("a Deployment create refused by a quota is retried only by the resync", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			w := newWorld(t, cfg, "resync")
