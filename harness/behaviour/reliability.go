@@ -87,14 +87,14 @@ func killedMidBatch(s Stage, scale int) features.Feature {
 					return done >= target && wrote > 0, fmt.Sprintf("%d converged; operator %d made %d writes", done, k, wrote), err
 				})
 				f.op.Kill()
-				// Counted after the kill: the process can no longer add to
-				// it, so fewer than all converged now means fewer at the kill.
+				// Counted after the kill: the count only grows, so fewer
+				// than all converged now means fewer at the kill.
 				done, err := f.progress(ctx, scale)
 				if err != nil {
 					t.Fatal(err)
 				}
 				wrote := len(p.requests(succeededWrite(started)))
-				t.Logf("SIGKILLed operator %d after %d of %d objects converged (%d by the last process's %d writes); starting a new one", k, done, 2*scale, done-last, wrote)
+				t.Logf("SIGKILLed operator %d with %d of %d objects converged (%d more than at the kill before; it made %d accepted writes); starting a new one", k, done, 2*scale, done-last, wrote)
 				if done >= 2*scale {
 					t.Errorf("kill %d landed after every object had converged: it proves nothing. The proxy holds each write %v; raise killWriteDelay", k, killWriteDelay)
 				}
