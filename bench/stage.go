@@ -26,6 +26,9 @@ type stage struct {
 	// namespace, guarded by a finalizer, and leaves Deployments to the
 	// garbage collector (stage 06). Its lower bound has those writes too.
 	SeatLedger bool
+	// Manager: a controller-runtime stage (05, 06), whose Manager serves
+	// metrics and health probes on fixed default ports.
+	Manager bool
 }
 
 // stages finds the operator stages among numbers like "2,3,4".
@@ -46,12 +49,12 @@ func stages(root string, numbers []string) ([]stage, error) {
 		if _, err := os.Stat(filepath.Join(root, dir, "main.go")); err != nil {
 			return nil, fmt.Errorf("stage %s has no operator to measure", dir)
 		}
-		crds := filepath.Join(root, "01-crd-yaml", "crds")
+		crds, manager := filepath.Join(root, "01-crd-yaml", "crds"), false
 		if _, err := os.Stat(filepath.Join(root, dir, "config", "crd")); err == nil {
-			crds = filepath.Join(root, dir, "config", "crd")
+			crds, manager = filepath.Join(root, dir, "config", "crd"), true
 		}
 		_, ledgerErr := os.Stat(filepath.Join(root, dir, "internal", "controller", "seat_ledger.go"))
-		out = append(out, stage{Dir: dir, CRDs: crds, SeatLedger: ledgerErr == nil})
+		out = append(out, stage{Dir: dir, CRDs: crds, SeatLedger: ledgerErr == nil, Manager: manager})
 	}
 	return out, nil
 }
@@ -194,6 +197,12 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 		return res, err
 	}
 	args := []string{"--kubeconfig", e.kubeconfig, "--namespace", ns}
+	if st.Manager {
+		// The endpoints keep running, as in a pod, on ports the kernel
+		// picks: the default ones may be taken by a lab's operator or
+		// another bench on the same machine.
+		args = append(args, "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0")
+	}
 	op, err := startOperator(bin, filepath.Join(e.logs, st.Dir+".log"), args...)
 	if err != nil {
 		return res, err
