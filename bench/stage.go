@@ -79,10 +79,10 @@ type StageResult struct {
 	Stage      string
 	Phases     []PhaseResult
 	IdleWrites int // writes during a full pass over converged objects; -1 if not measured
-	// IdleChanged: objects of the workload (tickets, Loggers, Deployments,
-	// ConfigMaps) whose resourceVersion changed during that pass. It is
-	// the API server's side of IdleWrites, independent of the operator's
-	// own count: any write to an object gives it a new resourceVersion.
+	// IdleChanged: objects of the workload that changed during that pass:
+	// tickets, Loggers and ConfigMaps with a new resourceVersion,
+	// Deployments with a new generation (see versions). It is the API
+	// server's side of IdleWrites, independent of the operator's own count.
 	IdleChanged int
 	IdleNote    string
 	PeakMiB     float64
@@ -426,8 +426,12 @@ func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage
 	}
 }
 
-// versions maps every ticket, Logger, Deployment and ConfigMap in ns to its
-// resourceVersion.
+// versions maps every ticket, Logger, Deployment and ConfigMap in ns to a
+// mark that any write by the operator changes: the resourceVersion, and for
+// a Deployment its generation, which only a change of its spec raises.
+// (kube-controller-manager keeps writing a Deployment's status for a while
+// after a rollout, which changes its resourceVersion but is not the
+// operator's doing.)
 func (e *benchEnv) versions(ns string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, gvr := range []schema.GroupVersionResource{ticketsGVR, loggersGVR, deploymentsGVR, configMapsGVR} {
@@ -436,7 +440,11 @@ func (e *benchEnv) versions(ns string) (map[string]string, error) {
 			return nil, fmt.Errorf("listing %s in %s: %w", gvr.Resource, ns, err)
 		}
 		for _, u := range list.Items {
-			out[gvr.Resource+"/"+u.GetName()] = u.GetResourceVersion()
+			mark := u.GetResourceVersion()
+			if gvr == deploymentsGVR {
+				mark = fmt.Sprint(u.GetGeneration())
+			}
+			out[gvr.Resource+"/"+u.GetName()] = mark
 		}
 	}
 	return out, nil
