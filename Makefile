@@ -192,18 +192,18 @@ M ?= 100
 BENCH_STAGES ?= 2,3,4,5,6
 
 .PHONY: bench
-bench: tools ## The same workload on every stage (N tickets, M Loggers): table + chart in bench/results/.
-	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages $(BENCH_STAGES)'
+bench: tools ## The same workload on every stage (N tickets, M Loggers): table + chart in bench/results/, report in bench/README.md.
+	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages $(BENCH_STAGES) --readme bench/README.md'
 
 .PHONY: bench-loggers
 bench-loggers: tools ## The Logger targets' size: 200 Loggers (and N tickets) on stages 04 and 06, in bench/results/loggers-200/.
-	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers 200 --stages 4,6 --out bench/results/loggers-200'
+	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers 200 --stages 4,6 --out bench/results/loggers-200 --readme bench/README.md'
 
 ROUNDS ?= 5
 
 .PHONY: bench-targets
 bench-targets: tools ## The ticket targets on stages 04 and 06 over ROUNDS (5) rounds: median and range of each ratio, in bench/results/targets/.
-	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages 4,6 --repeat $(ROUNDS) --out bench/results/targets'
+	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages 4,6 --repeat $(ROUNDS) --out bench/results/targets --readme bench/README.md'
 
 TICKETS ?= 10000
 

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestRetryThenForget: a key whose sync fails comes back, once per failure,
@@ -103,16 +103,32 @@ func TestTenAddsWhileBusyMakeOneMoreSync(t *testing.T) {
 	}
 }
 
-// TestShutdownStopsWorkers: Run returns when ctx ends, whether workers are
-// idle or the queue still holds keys.
+// TestShutdownStopsWorkers: Run returns when ctx ends, with a worker busy on
+// a key and another key still queued, and shuts the queue down.
 func TestShutdownStopsWorkers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := newController("things", func(context.Context, string) error { return errors.New("always") })
+	defer cancel()
+	busy := make(chan struct{}, 1)
+	c := newController("things", func(ctx context.Context, _ string) error {
+		busy <- struct{}{}
+		<-ctx.Done() // a sync in progress: it ends when the operator stops
+		return ctx.Err()
+	})
 	done := make(chan struct{})
-	go func() { c.Run(ctx, 2); close(done) }()
+	go func() { c.Run(ctx, 1); close(done) }()
 	c.queue.Add("ns/a")
+	select {
+	case <-busy:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no worker took the key within 10s")
+	}
+	c.queue.Add("ns/b") // left in the queue: its worker is busy
 	cancel()
-	<-done
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of the context ending")
+	}
 	if !c.queue.ShuttingDown() {
 		t.Error("Run returned without shutting the queue down")
 	}

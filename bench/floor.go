@@ -120,24 +120,30 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 	if err := errors.Join(err, <-workers); err != nil {
 		return f, err
 	}
-	if f.Tickets, err = waitFor(ctx, start, 10*time.Minute, "floor tickets", func() (bool, string) {
-		done := o.ticketsDone(seatsBefore)
-		return done == n, fmt.Sprintf("%d/%d tickets booked", done, n)
-	}); err != nil {
-		return f, err
-	}
-	f.Loggers, err = waitFor(ctx, start, 10*time.Minute, "floor Deployments", func() (bool, string) {
-		done := 0
-		for _, x := range o.deployments.List() {
-			if deploymentRolledOut(x.(*unstructured.Unstructured), intervalBefore) {
-				done++
+	took, err := waitEach(ctx, start, 10*time.Minute,
+		condition{"floor tickets", func() (bool, string) {
+			done := o.ticketsDone(seatsBefore)
+			return done == n, fmt.Sprintf("%d/%d tickets booked", done, n)
+		}},
+		condition{"floor Deployments", func() (bool, string) {
+			done := 0
+			for _, x := range o.deployments.List() {
+				if deploymentRolledOut(x.(*unstructured.Unstructured), intervalBefore) {
+					done++
+				}
 			}
-		}
-		return done == m, fmt.Sprintf("%d/%d Deployments available", done, m)
-	})
+			return done == m, fmt.Sprintf("%d/%d Deployments available", done, m)
+		}},
+		// The Loggers' part an operator could do at best: every
+		// Deployment exists, as soon as the creates return.
+		condition{"floor Deployments created", func() (bool, string) {
+			done := len(o.deployments.ListKeys())
+			return done == m, fmt.Sprintf("%d/%d Deployments created", done, m)
+		}})
 	if err != nil {
 		return f, err
 	}
+	f.Tickets, f.Loggers, f.LoggersCreated = took[0], took[1], took[2]
 	// Untimed, as for the operators: their Events may still be on the way
 	// when the last status is written.
 	if err := events.Wait(); err != nil {

@@ -39,6 +39,7 @@ func main() {
 	m := flag.Int("loggers", 100, "Loggers in the workload")
 	only := flag.String("stages", "2,3,4,5,6", "stages to measure, comma-separated")
 	out := flag.String("out", "bench/results", "folder for latest.md and latest.png")
+	readme := flag.String("readme", "", "markdown file whose block between <!-- bench:NAME:start --> and <!-- bench:NAME:end --> gets the report, NAME being the last element of --out (make bench: bench/README.md)")
 	rounds := flag.Int("repeat", 1, "rounds: measure the floors and the stages this many times, one round after another, and add each ratio's median and range to the report (make bench-targets)")
 	memory := flag.Int("memory", 0, "instead of the workload: stage 06's memory and CPU with this many FlightTickets cached: managedFields stripped and not, strings interned and not, under GOMEMLIMIT, and a booking at Go's default GOGC=100 (bench/results/memory.md)")
 	flag.Parse()
@@ -50,9 +51,9 @@ func main() {
 	case *rounds > 1 && *memory > 0:
 		err = fmt.Errorf("--repeat and --memory do not go together: --memory measures one operator once")
 	case *memory > 0:
-		err = run(*kubeconfig, *memory, 0, []string{"6"}, *out, 1, true)
+		err = run(*kubeconfig, *memory, 0, []string{"6"}, *out, "", 1, true)
 	default:
-		err = run(*kubeconfig, *n, *m, strings.Split(*only, ","), *out, *rounds, false)
+		err = run(*kubeconfig, *n, *m, strings.Split(*only, ","), *out, *readme, *rounds, false)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -60,7 +61,7 @@ func main() {
 	}
 }
 
-func run(kubeconfig string, n, m int, numbers []string, out string, rounds int, memory bool) error {
+func run(kubeconfig string, n, m int, numbers []string, out, readme string, rounds int, memory bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	root, err := harness.RepoRoot()
@@ -151,6 +152,11 @@ func run(kubeconfig string, n, m int, numbers []string, out string, rounds int, 
 	if err := writeJSON(filepath.Join(out, "latest.json"), results, f, n, m); err != nil {
 		return err
 	}
+	if readme != "" {
+		if err := writeBlock(readme, filepath.Base(out), report); err != nil {
+			return err
+		}
+	}
 	if len(results) == 0 {
 		return nil
 	}
@@ -191,4 +197,22 @@ func (e *benchEnv) measure(ledger bool) (floors, error) {
 	}
 	defer cleanup()
 	return measureFloor(e.ctx, e.c, ns, e.n, e.m, ledger)
+}
+
+// writeBlock replaces what stands between <!-- bench:name:start --> and
+// <!-- bench:name:end --> in the markdown file path with text, so that the
+// tables a reader sees are the ones the last run printed, never copied by
+// hand.
+func writeBlock(path, name, text string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	start, end := "<!-- bench:"+name+":start -->\n", "<!-- bench:"+name+":end -->"
+	i, j := strings.Index(string(b), start), strings.Index(string(b), end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no block %q ... %q to write the results into", path, strings.TrimSpace(start), end)
+	}
+	doc := string(b[:i+len(start)]) + "\n" + text + "\n" + string(b[j:])
+	return os.WriteFile(path, []byte(doc), 0o644)
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/operator-flow/operator-flow/harness"
@@ -25,6 +26,9 @@ type stage struct {
 	// namespace, guarded by a finalizer, and leaves Deployments to the
 	// garbage collector (stage 06). Its lower bound has those writes too.
 	SeatLedger bool
+	// Manager: a controller-runtime stage (05, 06), whose Manager serves
+	// metrics and health probes on fixed default ports.
+	Manager bool
 }
 
 // stages finds the operator stages among numbers like "2,3,4".
@@ -45,12 +49,12 @@ func stages(root string, numbers []string) ([]stage, error) {
 		if _, err := os.Stat(filepath.Join(root, dir, "main.go")); err != nil {
 			return nil, fmt.Errorf("stage %s has no operator to measure", dir)
 		}
-		crds := filepath.Join(root, "01-crd-yaml", "crds")
+		crds, manager := filepath.Join(root, "01-crd-yaml", "crds"), false
 		if _, err := os.Stat(filepath.Join(root, dir, "config", "crd")); err == nil {
-			crds = filepath.Join(root, dir, "config", "crd")
+			crds, manager = filepath.Join(root, dir, "config", "crd"), true
 		}
 		_, ledgerErr := os.Stat(filepath.Join(root, dir, "internal", "controller", "seat_ledger.go"))
-		out = append(out, stage{Dir: dir, CRDs: crds, SeatLedger: ledgerErr == nil})
+		out = append(out, stage{Dir: dir, CRDs: crds, SeatLedger: ledgerErr == nil, Manager: manager})
 	}
 	return out, nil
 }
@@ -59,8 +63,15 @@ func stages(root string, numbers []string) ([]stage, error) {
 type PhaseResult struct {
 	Name                   string
 	Tickets, Loggers, Both time.Duration // time to converge, from the first request
-	Server, Operator       Requests      // requests seen by the API server / sent by the operator
-	Bound                  int           // the fewest writes any operator needs for this phase
+	// LoggersOperator: until the operator's own part of the Loggers' work
+	// is done: every Deployment asks for the phase's spec, and every Logger
+	// has a status. The rest of Loggers, the rollout, is the cluster's.
+	LoggersOperator time.Duration
+	// Unfinished explains why the phase's times stop before all of the
+	// operator's work was done (its writes include that work).
+	Unfinished       string
+	Server, Operator Requests // requests seen by the API server / sent by the operator
+	Bound            int      // the fewest writes any operator needs for this phase
 }
 
 // StageResult is one stage's row in the report.
@@ -68,28 +79,25 @@ type StageResult struct {
 	Stage      string
 	Phases     []PhaseResult
 	IdleWrites int // writes during a full pass over converged objects; -1 if not measured
-	IdleNote   string
-	PeakMiB    float64
-	CPU        time.Duration
+	// IdleChanged: objects of the workload that changed during that pass:
+	// tickets, Loggers and ConfigMaps with a new resourceVersion,
+	// Deployments with a new generation (see versions). It is the API
+	// server's side of IdleWrites, independent of the operator's own count.
+	IdleChanged int
+	IdleNote    string
+	PeakMiB     float64
+	CPU         time.Duration
 	// TicketFloor is the stage's own ticket floor, measured when its lower
 	// bound has more writes per ticket than the common floor makes (stage
 	// 06); 0 means the common floor applies.
 	TicketFloor time.Duration
 }
 
-// ticketFloor is the floor the stage's ticket time is divided by.
-func (r StageResult) ticketFloor(f floors) time.Duration {
-	if r.TicketFloor > 0 {
-		return r.TicketFloor
-	}
-	return f.Tickets
-}
-
 // createRatios divides the create phase's ticket and Logger times by the
-// floors that apply to the stage.
+// common floors.
 func (r StageResult) createRatios(f floors) (tickets, loggers float64) {
 	c := r.phase("create")
-	return ratio(c.Tickets, r.ticketFloor(f)), ratio(c.Loggers, f.Loggers)
+	return ratio(c.Tickets, f.Tickets), ratio(c.Loggers, f.Loggers)
 }
 
 type benchEnv struct {
@@ -189,6 +197,12 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 		return res, err
 	}
 	args := []string{"--kubeconfig", e.kubeconfig, "--namespace", ns}
+	if st.Manager {
+		// The endpoints keep running, as in a pod, on ports the kernel
+		// picks: the default ones may be taken by a lab's operator or
+		// another bench on the same machine.
+		args = append(args, "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0")
+	}
 	op, err := startOperator(bin, filepath.Join(e.logs, st.Dir+".log"), args...)
 	if err != nil {
 		return res, err
@@ -203,11 +217,12 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 
 	bound := writeBound(st, e.n, e.m)
 	phases := []struct {
-		name   string
-		act    func() error
-		bound  int
-		ticket func() (bool, string)
-		logger func() (bool, string)
+		name    string
+		act     func() error
+		bound   int
+		ticket  func() (bool, string)
+		logger  func() (bool, string)
+		ownPart func() (bool, string)
 	}{
 		{"create", func() error { return createAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, bound.create,
 			func() (bool, string) {
@@ -217,6 +232,10 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 			func() (bool, string) {
 				d := obs.loggersDone(intervalBefore)
 				return d == e.m, fmt.Sprintf("%d/%d Loggers available", d, e.m)
+			},
+			func() (bool, string) {
+				d := obs.loggersWritten(intervalBefore)
+				return d == e.m, fmt.Sprintf("%d/%d Deployments created and Logger statuses written", d, e.m)
 			}},
 		{"edit", func() error { return editAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, bound.edit,
 			func() (bool, string) {
@@ -226,11 +245,19 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 			func() (bool, string) {
 				d := obs.loggersDone(intervalAfter)
 				return d == e.m, fmt.Sprintf("%d/%d Loggers rolled out", d, e.m)
+			},
+			func() (bool, string) {
+				d := obs.loggersWritten(intervalAfter)
+				return d == e.m, fmt.Sprintf("%d/%d Deployments updated", d, e.m)
 			}},
 		{"delete", func() error { return deleteAll(e.ctx, e.c.Dynamic, ns, e.n, e.m) }, bound.delete,
 			func() (bool, string) {
 				n := len(obs.tickets.ListKeys())
 				return n == 0, fmt.Sprintf("%d tickets left", n)
+			},
+			func() (bool, string) {
+				l, d := len(obs.loggers.ListKeys()), len(obs.deployments.ListKeys())
+				return l == 0 && d == 0, fmt.Sprintf("%d Loggers and %d Deployments left", l, d)
 			},
 			func() (bool, string) {
 				l, d := len(obs.loggers.ListKeys()), len(obs.deployments.ListKeys())
@@ -241,11 +268,11 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 		if ph.name == "delete" {
 			// Between edit and delete: restart the operator and count what a
 			// pass over converged objects costs it.
-			if op, err = e.idlePass(&res, op, bin, st, args); err != nil {
+			if op, err = e.idlePass(&res, op, bin, st, ns, args); err != nil {
 				return res, err
 			}
 		}
-		r, err := e.phase(op, ph.name, ph.bound, ph.act, ph.ticket, ph.logger)
+		r, err := e.phase(op, ph.name, ph.bound, ph.act, ph.ticket, ph.logger, ph.ownPart)
 		if err != nil {
 			return res, fmt.Errorf("%s, phase %s: %w\nlast operator output:\n%s", st.Dir, ph.name, err, tail(op.log(), 15))
 		}
@@ -260,7 +287,7 @@ func (e *benchEnv) run(st stage) (StageResult, error) {
 }
 
 // phase runs one step of the workload and measures it.
-func (e *benchEnv) phase(op *operator, name string, bound int, act func() error, ticketsDone, loggersDone func() (bool, string)) (PhaseResult, error) {
+func (e *benchEnv) phase(op *operator, name string, bound int, act func() error, ticketsDone, loggersDone, ownPartDone func() (bool, string)) (PhaseResult, error) {
 	r := PhaseResult{Name: name, Bound: bound}
 	srvBefore, err := serverRequests(e.ctx, e.c.Kube)
 	if err != nil {
@@ -281,18 +308,21 @@ func (e *benchEnv) phase(op *operator, name string, bound int, act func() error,
 	}
 	ctx, stop := op.context(e.ctx)
 	defer stop()
-	if r.Tickets, err = waitFor(ctx, start, 10*time.Minute, "tickets", ticketsDone); err != nil {
-		return r, err
-	}
-	if r.Loggers, err = waitFor(ctx, start, 10*time.Minute, "Loggers", loggersDone); err != nil {
-		return r, err
-	}
-	r.Both = max(r.Tickets, r.Loggers)
-	srvAfter, err := serverRequests(e.ctx, e.c.Kube)
+	took, err := waitEach(ctx, start, 10*time.Minute,
+		condition{"tickets", ticketsDone}, condition{"Loggers", loggersDone}, condition{"Loggers, the operator's part", ownPartDone})
 	if err != nil {
 		return r, err
 	}
+	r.Tickets, r.Loggers, r.LoggersOperator = took[0], took[1], took[2]
+	r.Both = max(r.Tickets, r.Loggers)
+	// The operator first, then the server: every request the operator
+	// counted is then in the server's count too (which the bench's e2e
+	// test checks).
 	opAfter, err := op.counts()
+	if err != nil {
+		return r, err
+	}
+	srvAfter, err := serverRequests(e.ctx, e.c.Kube)
 	if err != nil {
 		return r, err
 	}
@@ -325,7 +355,7 @@ func writeBound(st stage, n, m int) phaseBounds {
 // idlePass stops the operator and starts a new one on the converged objects.
 // The new one must look at every object (operators log "in sync" for each
 // object they examined and left alone) and write nothing.
-func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage, args []string) (*operator, error) {
+func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage, ns string, args []string) (*operator, error) {
 	mib, cpu := op.usage()
 	res.PeakMiB, res.CPU = max(res.PeakMiB, mib), res.CPU+cpu
 	op.stop()
@@ -338,7 +368,10 @@ func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage
 	want := e.n + e.m
 	firstWrites := -1
 	for attempt := 1; ; attempt++ {
-		var err error
+		before, err := e.versions(ns)
+		if err != nil {
+			return nil, err
+		}
 		op, err = startOperator(bin, filepath.Join(e.logs, fmt.Sprintf("%s-idle-%d.log", st.Dir, attempt)), args...)
 		if err != nil {
 			return nil, err
@@ -360,6 +393,16 @@ func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage
 		switch {
 		case waitErr == nil:
 			res.IdleWrites = counts.Sum(isWrite)
+			after, err := e.versions(ns)
+			if err != nil {
+				return op, err
+			}
+			res.IdleChanged = 0
+			for k, v := range after {
+				if before[k] != v {
+					res.IdleChanged++
+				}
+			}
 			if firstWrites >= 0 {
 				res.IdleNote = fmt.Sprintf("measured on a second restart: the first made %d writes its predecessor had left to do, and so did not log \"in sync\" for every object", firstWrites)
 			}
@@ -368,9 +411,43 @@ func (e *benchEnv) idlePass(res *StageResult, op *operator, bin string, st stage
 			res.IdleNote = waitErr.Error()
 			return op, nil
 		}
+		// Work the edit phase left undone: its writes belong to that
+		// phase, whose time stopped before they were made.
 		firstWrites = counts.Sum(isWrite)
+		if edit := len(res.Phases) - 1; firstWrites > 0 && edit >= 0 {
+			for k, v := range counts {
+				if k.IsWrite() {
+					res.Phases[edit].Operator[k] += v
+				}
+			}
+			res.Phases[edit].Unfinished = fmt.Sprintf("a restart after this phase found %d writes left to do; they are counted in this phase, whose time stops before they were made", firstWrites)
+		}
 		op.stop()
 	}
+}
+
+// versions maps every ticket, Logger, Deployment and ConfigMap in ns to a
+// mark that any write by the operator changes: the resourceVersion, and for
+// a Deployment its generation, which only a change of its spec raises.
+// (kube-controller-manager keeps writing a Deployment's status for a while
+// after a rollout, which changes its resourceVersion but is not the
+// operator's doing.)
+func (e *benchEnv) versions(ns string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, gvr := range []schema.GroupVersionResource{ticketsGVR, loggersGVR, deploymentsGVR, configMapsGVR} {
+		list, err := e.c.Dynamic.Resource(gvr).Namespace(ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", gvr.Resource, ns, err)
+		}
+		for _, u := range list.Items {
+			mark := u.GetResourceVersion()
+			if gvr == deploymentsGVR {
+				mark = fmt.Sprint(u.GetGeneration())
+			}
+			out[gvr.Resource+"/"+u.GetName()] = mark
+		}
+	}
+	return out, nil
 }
 
 func tail(s string, n int) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,12 +14,15 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/operator-flow/operator-flow/harness"
 )
 
 var (
-	ticketsGVR     = schema.GroupVersionResource{Group: "flights.com", Version: "v1", Resource: "flighttickets"}
-	loggersGVR     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "loggers"}
-	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	ticketsGVR     = harness.TicketGVR
+	loggersGVR     = harness.LoggerGVR
+	deploymentsGVR = harness.DeploymentGVR
+	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
 // The workload: n tickets and m Loggers, created at once, edited once each,
@@ -31,19 +35,11 @@ const (
 )
 
 func ticket(i int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "flights.com/v1", "kind": "FlightTicket",
-		"metadata": map[string]any{"name": fmt.Sprintf("t-%05d", i)},
-		"spec":     map[string]any{"from": "Amsterdam", "to": "Lisbon", "number": int64(seatsBefore)},
-	}}
+	return harness.NewTicket(fmt.Sprintf("t-%05d", i), "Amsterdam", "Lisbon", seatsBefore)
 }
 
 func logger(i int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Logger",
-		"metadata": map[string]any{"name": fmt.Sprintf("l-%04d", i)},
-		"spec":     map[string]any{"name": fmt.Sprintf("bench-%d", i), "timeInterval": int64(intervalBefore), "replicas": int64(loggerReplicas)},
-	}}
+	return harness.NewLogger(fmt.Sprintf("l-%04d", i), fmt.Sprintf("bench-%d", i), intervalBefore, loggerReplicas)
 }
 
 // parallel runs fn(0..count-1) on `writers` goroutines and returns the first error.
@@ -210,24 +206,48 @@ func (o *observer) loggersDone(interval int) int {
 // deploymentRolledOut: the Deployment's pods run the given interval, the
 // rollout is complete, and a replica is available.
 func deploymentRolledOut(d *unstructured.Unstructured, interval int) bool {
-	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-	if len(containers) == 0 {
-		return false
-	}
-	env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
-	found := false
-	for _, e := range env {
-		m := e.(map[string]any)
-		if m["name"] == "TIME_INTERVAL" && m["value"] == fmt.Sprint(interval) {
-			found = true
-		}
-	}
 	gen, _, _ := unstructured.NestedInt64(d.Object, "metadata", "generation")
 	observed, _, _ := unstructured.NestedInt64(d.Object, "status", "observedGeneration")
 	replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
 	updated, _, _ := unstructured.NestedInt64(d.Object, "status", "updatedReplicas")
 	available, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas")
-	return found && observed >= gen && updated == replicas && available >= 1
+	return deploymentAsks(d, interval) && observed >= gen && updated == replicas && available >= 1
+}
+
+// deploymentAsks: the Deployment's pod template runs the given interval,
+// whether or not kube-controller-manager has rolled it out yet.
+func deploymentAsks(d *unstructured.Unstructured, interval int) bool {
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		return false
+	}
+	env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+	for _, e := range env {
+		m := e.(map[string]any)
+		if m["name"] == "TIME_INTERVAL" && m["value"] == fmt.Sprint(interval) {
+			return true
+		}
+	}
+	return false
+}
+
+// loggersWritten counts Loggers whose operator has done its own part: the
+// Deployment asks for the given interval, and the Logger has a status.state
+// (Available or not). The rest, rolling the Deployment out, is
+// kube-controller-manager's, the scheduler's and kwok's work.
+func (o *observer) loggersWritten(interval int) int {
+	done := 0
+	for _, x := range o.loggers.List() {
+		u := x.(*unstructured.Unstructured)
+		if state, _, _ := unstructured.NestedString(u.Object, "status", "state"); state == "" {
+			continue
+		}
+		d, ok, _ := o.deployments.GetByKey(u.GetNamespace() + "/logger-" + u.GetName())
+		if ok && deploymentAsks(d.(*unstructured.Unstructured), interval) {
+			done++
+		}
+	}
+	return done
 }
 
 func (o *observer) empty() bool {
@@ -238,19 +258,48 @@ func (o *observer) empty() bool {
 // returns how long that took from start. It gives up at the deadline and says
 // what it saw last.
 func waitFor(ctx context.Context, start time.Time, timeout time.Duration, what string, done func() (bool, string)) (time.Duration, error) {
+	took, err := waitEach(ctx, start, timeout, condition{what, done})
+	if err != nil {
+		return 0, err
+	}
+	return took[0], nil
+}
+
+// condition is one thing waitEach waits for.
+type condition struct {
+	what string
+	done func() (bool, string)
+}
+
+// waitEach polls every condition every 20 ms, side by side, until all hold,
+// and returns for each how long it took from start to hold first. (Waiting
+// for one after the other would give a condition that held early the time
+// of the one before it.)
+func waitEach(ctx context.Context, start time.Time, timeout time.Duration, conds ...condition) ([]time.Duration, error) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(timeout)
+	took := make([]time.Duration, len(conds))
 	for {
-		ok, seen := done()
-		if ok {
-			return time.Since(start), nil
+		var seen []string
+		for i, c := range conds {
+			if took[i] > 0 {
+				continue
+			}
+			if ok, s := c.done(); ok {
+				took[i] = time.Since(start)
+			} else {
+				seen = append(seen, c.what+": "+s)
+			}
+		}
+		if len(seen) == 0 {
+			return took, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		case <-deadline:
-			return 0, fmt.Errorf("%s did not converge within %s: %s", what, timeout, seen)
+			return nil, fmt.Errorf("did not converge within %s: %s", timeout, strings.Join(seen, "; "))
 		case <-tick.C:
 		}
 	}

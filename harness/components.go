@@ -2,7 +2,10 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,10 +64,14 @@ func RestartComponent(t testing.TB, component string, whileDown func()) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
+	port, err := listenPort(args)
+	if err != nil {
+		t.Fatalf("%s: %v", component, err)
+	}
 	// Rarely, the port of the killed process is not free yet when the new
 	// one starts (seen once in CI: kube-apiserver exited at once with "bind:
-	// address already in use"). A process that exits within startupGrace is
-	// started again, a second later, up to restartAttempts times.
+	// address already in use"). A process that exits before it listens is
+	// started again once the port is free, up to restartAttempts times.
 	for attempt := 1; ; attempt++ {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, cwd, logFile, logFile
@@ -81,26 +88,82 @@ func RestartComponent(t testing.TB, component string, whileDown func()) {
 		// Reap it if it exits while the tests run; kwokctl stops it at the end.
 		exited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(exited) }()
-		select {
-		case <-time.After(startupGrace):
+		// Up once it accepts connections on its port; callers then wait
+		// for what they need of it (the API server's /readyz).
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, startupTimeout, true, func(context.Context) (bool, error) {
+			select {
+			case <-exited:
+				return false, errExited
+			default:
+			}
+			return accepts(port), nil
+		})
+		if err == nil {
 			return
-		case <-exited:
+		}
+		if !errors.Is(err, errExited) {
+			t.Fatalf("%s did not listen on port %s within %s of its restart; the last lines of its log:\n%s", component, port, startupTimeout, ComponentLog(component, 10))
 		}
 		if attempt == restartAttempts {
 			t.Fatalf("%s exited right after each of %d starts; the last lines of its log:\n%s", component, attempt, ComponentLog(component, 10))
 		}
-		t.Logf("%s exited right after its restart (attempt %d of %d); starting it again in 1s", component, attempt, restartAttempts)
-		time.Sleep(time.Second)
+		t.Logf("%s exited right after its restart (attempt %d of %d); starting it again once port %s is free", component, attempt, restartAttempts, port)
+		waitPortFree(t, port, startupTimeout)
 	}
 }
 
-// A restarted component that is still running startupGrace after its start
-// is taken to be up (it binds its ports within milliseconds); one that has
-// exited by then is started again, at most restartAttempts times in all.
+// A restarted component must listen within startupTimeout; one that exits
+// before it does is started again, at most restartAttempts times in all.
 const (
-	startupGrace    = 2 * time.Second
+	startupTimeout  = 30 * time.Second
 	restartAttempts = 5
 )
+
+var errExited = errors.New("exited")
+
+// listenPort finds the port a component serves on in its command line:
+// kube-apiserver's --secure-port, etcd's first --listen-client-urls.
+func listenPort(args []string) (string, error) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+			return v, nil
+		}
+		if v, ok := strings.CutPrefix(a, "--listen-client-urls="); ok {
+			u, err := url.Parse(strings.Split(v, ",")[0])
+			if err != nil {
+				return "", err
+			}
+			return u.Port(), nil
+		}
+	}
+	return "", fmt.Errorf("no --secure-port or --listen-client-urls in its command line %q", args)
+}
+
+// accepts reports whether something accepts connections on port.
+func accepts(port string) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// waitPortFree waits until port can be bound again on loopback.
+func waitPortFree(t testing.TB, port string, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
+		if err != nil {
+			return false, nil
+		}
+		l.Close()
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("port %s still taken %s after the process exited", port, timeout)
+	}
+}
 
 // restartKindStaticPod kills a control-plane container inside the kind node;
 // the node's kubelet starts its static pod again on its own. (Proven on

@@ -84,7 +84,17 @@ func StartOperator(t testing.TB, kubeconfig, bin string, args ...string) *Operat
 		close(o.done)
 	}()
 	t.Cleanup(func() {
-		o.Stop()
+		// Still running: it must shut down cleanly, as on any SIGTERM. (A
+		// process that ended before, killed or crashed, is the business of
+		// the test that saw it end. One that has printed nothing yet may
+		// not have installed its signal handler, and then Go's default
+		// action for SIGTERM ends it: that says nothing of its shutdown.)
+		if !o.Exited() {
+			started := o.Log() != ""
+			if err := o.Stop(); err != nil && started {
+				t.Errorf("the operator did not shut down cleanly on SIGTERM at the end of the test: %v", err)
+			}
+		}
 		if t.Failed() {
 			t.Logf("operator output (%s):\n%s", filepath.Base(bin), o.Log())
 		}

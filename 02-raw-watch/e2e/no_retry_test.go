@@ -29,7 +29,7 @@ func TestFailedWriteIsDropped(t *testing.T) {
 			op := w.start(t)
 
 			w.createLogger(t, "blocked", 1)
-			op.WaitForLog(converge, "error loggers", w.ns+"/blocked", "exceeded quota")
+			op.WaitForLog(converge, "error loggers", w.NS+"/blocked", "exceeded quota")
 			unblockDeployments(t, w)
 
 			// A sentinel Logger, created after the quota is gone, gets its
@@ -62,7 +62,7 @@ func blockDeployments(t *testing.T, w *world) {
 		ObjectMeta: metav1.ObjectMeta{Name: quotaName},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}},
 	}
-	quotas := w.c.Kube.CoreV1().ResourceQuotas(w.ns)
+	quotas := w.C.Kube.CoreV1().ResourceQuotas(w.NS)
 	if _, err := quotas.Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func blockDeployments(t *testing.T, w *world) {
 // which learns of the deletion a moment later.
 func unblockDeployments(t *testing.T, w *world) {
 	t.Helper()
-	if err := w.c.Kube.CoreV1().ResourceQuotas(w.ns).Delete(context.Background(), quotaName, metav1.DeleteOptions{}); err != nil {
+	if err := w.C.Kube.CoreV1().ResourceQuotas(w.NS).Delete(context.Background(), quotaName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	probe := &appsv1.Deployment{
@@ -96,7 +96,7 @@ func unblockDeployments(t *testing.T, w *world) {
 		},
 	}
 	harness.Eventually(t, converge, "a Deployment to be admitted again", func(ctx context.Context) (bool, string, error) {
-		_, err := w.c.Kube.AppsV1().Deployments(w.ns).Create(ctx, probe, metav1.CreateOptions{})
+		_, err := w.C.Kube.AppsV1().Deployments(w.NS).Create(ctx, probe, metav1.CreateOptions{})
 		if apierrors.IsForbidden(err) {
 			return false, err.Error(), nil
 		}

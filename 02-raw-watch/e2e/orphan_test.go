@@ -29,7 +29,7 @@ func TestLoggerDeletedWhileStoppedLeavesOrphan(t *testing.T) {
 
 			w.deleteLogger(t, "orphaned")
 			harness.Eventually(t, converge, "Logger orphaned to be gone", func(ctx context.Context) (bool, string, error) {
-				_, err := w.c.Dynamic.Resource(loggersGVR).Namespace(w.ns).Get(ctx, "orphaned", metav1.GetOptions{})
+				_, err := w.C.Dynamic.Resource(loggersGVR).Namespace(w.NS).Get(ctx, "orphaned", metav1.GetOptions{})
 				if apierrors.IsNotFound(err) {
 					return true, "", nil
 				}
@@ -42,8 +42,8 @@ func TestLoggerDeletedWhileStoppedLeavesOrphan(t *testing.T) {
 			// been handled.
 			b := w.start(t)
 			w.createLogger(t, "sentinel", 1)
-			b.WaitForLog(converge, "event ADDED", "deployments", w.ns+"/logger-sentinel ")
-			if n := b.CountLog("event ADDED", "deployments", w.ns+"/logger-orphaned "); n == 0 {
+			b.WaitForLog(converge, "event ADDED", "deployments", w.NS+"/logger-sentinel ")
+			if n := b.CountLog("event ADDED", "deployments", w.NS+"/logger-orphaned "); n == 0 {
 				t.Errorf("the new operator did not list logger-orphaned")
 			}
 			if d := w.deployment(t, "logger-orphaned"); d == nil {

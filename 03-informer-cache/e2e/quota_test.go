@@ -26,7 +26,7 @@ func blockDeployments(t *testing.T, w *world) {
 		ObjectMeta: metav1.ObjectMeta{Name: quotaName},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}},
 	}
-	quotas := w.c.Kube.CoreV1().ResourceQuotas(w.ns)
+	quotas := w.C.Kube.CoreV1().ResourceQuotas(w.NS)
 	if _, err := quotas.Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func blockDeployments(t *testing.T, w *world) {
 // which learns of the deletion a moment later.
 func unblockDeployments(t *testing.T, w *world) {
 	t.Helper()
-	if err := w.c.Kube.CoreV1().ResourceQuotas(w.ns).Delete(context.Background(), quotaName, metav1.DeleteOptions{}); err != nil {
+	if err := w.C.Kube.CoreV1().ResourceQuotas(w.NS).Delete(context.Background(), quotaName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	probe := &appsv1.Deployment{
@@ -60,7 +60,7 @@ func unblockDeployments(t *testing.T, w *world) {
 		},
 	}
 	harness.Eventually(t, converge, "a Deployment to be admitted again", func(ctx context.Context) (bool, string, error) {
-		_, err := w.c.Kube.AppsV1().Deployments(w.ns).Create(ctx, probe, metav1.CreateOptions{})
+		_, err := w.C.Kube.AppsV1().Deployments(w.NS).Create(ctx, probe, metav1.CreateOptions{})
 		if apierrors.IsForbidden(err) {
 			return false, err.Error(), nil
 		}

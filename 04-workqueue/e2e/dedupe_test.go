@@ -35,14 +35,14 @@ func TestDedupeWhileBusy(t *testing.T) {
 	f := features.New("dedupe").
 		Assess(fmt.Sprintf("%d updates to one ticket while the worker is busy make one sync that writes", updates), func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			w := newWorld(t, cfg, "dedupe")
-			holderPath := fmt.Sprintf("/apis/flights.com/v1/namespaces/%s/flighttickets/holder", w.ns)
-			busyPath := fmt.Sprintf("/apis/flights.com/v1/namespaces/%s/flighttickets/busy", w.ns)
-			g := newGate(t, w.c.Config, func(r *http.Request) bool {
+			holderPath := fmt.Sprintf("/apis/flights.com/v1/namespaces/%s/flighttickets/holder", w.NS)
+			busyPath := fmt.Sprintf("/apis/flights.com/v1/namespaces/%s/flighttickets/busy", w.NS)
+			g := newGate(t, w.C.Config, func(r *http.Request) bool {
 				return r.Method == http.MethodPut && r.URL.Path == holderPath
 			})
 			// One worker, so that holding it holds the whole ticket queue; no
 			// resync, whose extra pass over busy the counts below would include.
-			op := harness.StartOperator(t, g.kubeconfig, w.bin, "--namespace", w.ns, "--workers", "1", "--resync", "0")
+			op := harness.StartOperator(t, g.kubeconfig, w.Bin, "--namespace", w.NS, "--workers", "1", "--resync", "0")
 
 			w.createTicket(t, "holder", "Oslo", "Bergen", 1)
 			harness.Eventually(t, converge, "the worker to be held on ticket holder", func(context.Context) (bool, string, error) {
@@ -50,7 +50,7 @@ func TestDedupeWhileBusy(t *testing.T) {
 			})
 
 			w.createTicket(t, "busy", "Oslo", "Town-0", 1)
-			tickets := w.c.Dynamic.Resource(ticketsGVR).Namespace(w.ns)
+			tickets := w.C.Dynamic.Resource(ticketsGVR).Namespace(w.NS)
 			for i := 1; i <= updates; i++ {
 				patch := fmt.Sprintf(`{"spec":{"to":"Town-%d"}}`, i)
 				if _, err := tickets.Patch(ctx, "busy", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -58,22 +58,22 @@ func TestDedupeWhileBusy(t *testing.T) {
 				}
 			}
 			harness.Eventually(t, converge, "the operator to receive all events of busy", func(context.Context) (bool, string, error) {
-				n := op.CountLog("event", "flighttickets", w.ns+"/busy")
+				n := op.CountLog("event", "flighttickets", w.NS+"/busy")
 				return n == 1+updates, fmt.Sprintf("%d events", n), nil
 			})
-			if n := op.CountLog("flighttickets", w.ns+"/busy", "booked"); n != 0 {
+			if n := op.CountLog("flighttickets", w.NS+"/busy", "booked"); n != 0 {
 				t.Fatalf("busy was synced while the only worker was held: %d bookings", n)
 			}
 			g.open()
 
 			want := fmt.Sprintf("Booked 1 seat(s) from Oslo to Town-%d", updates)
 			w.waitStatus(t, ticketsGVR, "busy", "message", want)
-			op.WaitForLog(converge, "in sync flighttickets", w.ns+"/busy")
-			bookings := op.CountLog("booked flighttickets", w.ns+"/busy")
-			inSync := op.CountLog("in sync flighttickets", w.ns+"/busy")
+			op.WaitForLog(converge, "in sync flighttickets", w.NS+"/busy")
+			bookings := op.CountLog("booked flighttickets", w.NS+"/busy")
+			inSync := op.CountLog("in sync flighttickets", w.NS+"/busy")
 			writes := g.count(http.MethodPut, busyPath)
 			t.Logf("%d events of busy (1 create, %d updates) → %d sync that wrote (%d PUT), then %d in-sync pass; the operator's lines about busy:\n%s",
-				1+updates, updates, bookings, writes, inSync, linesAbout(op.Log(), w.ns+"/busy"))
+				1+updates, updates, bookings, writes, inSync, linesAbout(op.Log(), w.NS+"/busy"))
 			if bookings != 1 || writes != 1 {
 				t.Errorf("busy was booked %d times with %d writes; want one of each", bookings, writes)
 			}

@@ -34,7 +34,7 @@ func TestLoggerDeletedWhileStoppedIsCleanedUp(t *testing.T) {
 
 			w.deleteLogger(t, "orphaned")
 			harness.Eventually(t, converge, "Logger orphaned to be gone", func(ctx context.Context) (bool, string, error) {
-				_, err := w.c.Dynamic.Resource(loggersGVR).Namespace(w.ns).Get(ctx, "orphaned", metav1.GetOptions{})
+				_, err := w.C.Dynamic.Resource(loggersGVR).Namespace(w.NS).Get(ctx, "orphaned", metav1.GetOptions{})
 				if apierrors.IsNotFound(err) {
 					return true, "", nil
 				}
@@ -47,7 +47,7 @@ func TestLoggerDeletedWhileStoppedIsCleanedUp(t *testing.T) {
 			harness.Eventually(t, converge, "logger-orphaned to be deleted", func(ctx context.Context) (bool, string, error) {
 				return w.deployment(t, "logger-orphaned") == nil, "still there", nil
 			})
-			b.WaitForLog(converge, "deleted Deployment", w.ns+"/logger-orphaned")
+			b.WaitForLog(converge, "deleted Deployment", w.NS+"/logger-orphaned")
 			// The operator's informer lists only managed-by Deployments, so it
 			// never even sees the stranger.
 			if d := w.deployment(t, foreign.Name); d == nil || d.UID != foreign.UID {
@@ -72,7 +72,7 @@ func (w *world) foreignDeployment(t *testing.T, name, instance string) *appsv1.D
 	}
 	d.Spec.Template.Labels = labels
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox:1.37"}}
-	d, err := w.c.Kube.AppsV1().Deployments(w.ns).Create(context.Background(), d, metav1.CreateOptions{})
+	d, err := w.C.Kube.AppsV1().Deployments(w.NS).Create(context.Background(), d, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,14 +30,14 @@ func TestConditions(t *testing.T) {
 	f := features.New("conditions follow what happens to the Deployment").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			w = newWorld(t, cfg, "conditions")
-			if _, err := w.c.Kube.CoreV1().ResourceQuotas(w.ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+			if _, err := w.C.Kube.CoreV1().ResourceQuotas(w.NS).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			w.start(t)
 			return ctx
 		}).
 		Assess("while a quota forbids Deployments, the Logger is Degraded with the reason", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if _, err := w.c.Dynamic.Resource(loggerGVR).Namespace(w.ns).Create(ctx, newLoggerObject("blocked", 1), metav1.CreateOptions{}); err != nil {
+			if _, err := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS).Create(ctx, newLoggerObject("blocked", 1), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			u := waitCondition(t, w, loggerGVR, "blocked", "Degraded", "True", "DeploymentCreateFailed")
@@ -53,7 +53,7 @@ func TestConditions(t *testing.T) {
 			if state, _, _ := unstructured.NestedString(u.Object, "status", "state"); state != "Unavailable" {
 				t.Errorf("status.state = %q, want Unavailable", state)
 			}
-			waitEvent(t, w.c, w.ns, "blocked", corev1.EventTypeWarning, "Failed", "exceeded quota")
+			waitEvent(t, w.C, w.NS, "blocked", corev1.EventTypeWarning, "Failed", "exceeded quota")
 			out := describe(t, w, "blocked")
 			for _, want := range []string{"DeploymentCreateFailed", "Warning  Failed", "exceeded quota"} {
 				if !strings.Contains(out, want) {
@@ -63,7 +63,7 @@ func TestConditions(t *testing.T) {
 			return ctx
 		}).
 		Assess("once the quota is lifted, the Logger is Available and no longer Degraded", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if err := w.c.Kube.CoreV1().ResourceQuotas(w.ns).Delete(ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
+			if err := w.C.Kube.CoreV1().ResourceQuotas(w.NS).Delete(ctx, quota.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			u := waitCondition(t, w, loggerGVR, "blocked", "Available", "True", "MinimumReplicasAvailable")
@@ -71,7 +71,7 @@ func TestConditions(t *testing.T) {
 			if c, _ := conditionOf(u, "Degraded"); c.Status != "False" || c.Reason != "AsExpected" {
 				t.Errorf("Degraded: %s, want False/AsExpected", c)
 			}
-			waitEvent(t, w.c, w.ns, "blocked", corev1.EventTypeNormal, "Created", "Created deployment logger-blocked")
+			waitEvent(t, w.C, w.NS, "blocked", corev1.EventTypeNormal, "Created", "Created deployment logger-blocked")
 			t.Logf("kubectl describe logger blocked:\n%s", describe(t, w, "blocked"))
 			return ctx
 		}).
@@ -82,7 +82,7 @@ func TestConditions(t *testing.T) {
 // describe runs `kubectl describe logger name` (./bin/kubectl) as the test.
 func describe(t *testing.T, w *world, name string) string {
 	t.Helper()
-	out, err := exec.Command(harness.RepoPath("bin", "kubectl"), "--kubeconfig", w.kubeconfig, "-n", w.ns, "describe", "logger", name).CombinedOutput()
+	out, err := exec.Command(harness.RepoPath("bin", "kubectl"), "--kubeconfig", w.Kubeconfig, "-n", w.NS, "describe", "logger", name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl describe: %v\n%s", err, out)
 	}

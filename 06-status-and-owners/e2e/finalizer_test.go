@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestFinalizer(t *testing.T) {
 	var w *world
 	var ledger string
 	holds := func(ctx context.Context) ([]corev1.ConfigMap, error) {
-		list, err := w.c.Kube.CoreV1().ConfigMaps(ledger).List(ctx, metav1.ListOptions{LabelSelector: seatHolds})
+		list, err := w.C.Kube.CoreV1().ConfigMaps(ledger).List(ctx, metav1.ListOptions{LabelSelector: seatHolds})
 		if err != nil {
 			return nil, err
 		}
@@ -54,40 +55,40 @@ func TestFinalizer(t *testing.T) {
 			return ctx
 		}).
 		Assess("a booked ticket carries the finalizer and holds its seats in the ledger namespace", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if _, err := w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns).Create(ctx, newTicketObject("trip", "Oslo", "Tromso", 3), metav1.CreateOptions{}); err != nil {
+			if _, err := w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS).Create(ctx, newTicketObject("trip", "Oslo", "Tromso", 3), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			u := waitCondition(t, w, ticketGVR, "trip", "Booked", "True", "SeatsHeld")
 			if !slices.Contains(u.GetFinalizers(), ticketFinalizer) {
 				t.Errorf("finalizers %v, want %s", u.GetFinalizers(), ticketFinalizer)
 			}
-			hold, err := w.c.Kube.CoreV1().ConfigMaps(ledger).Get(ctx, w.ns+".trip", metav1.GetOptions{})
+			hold, err := w.C.Kube.CoreV1().ConfigMaps(ledger).Get(ctx, w.NS+".trip", metav1.GetOptions{})
 			if err != nil {
-				t.Fatalf("no seat hold %s/%s.trip: %v", ledger, w.ns, err)
+				t.Fatalf("no seat hold %s/%s.trip: %v", ledger, w.NS, err)
 			}
-			if hold.Data["seats"] != "3" || hold.Data["ticket"] != w.ns+"/trip" {
+			if hold.Data["seats"] != "3" || hold.Data["ticket"] != w.NS+"/trip" {
 				t.Errorf("seat hold data %v", hold.Data)
 			}
-			waitEvent(t, w.c, w.ns, "trip", corev1.EventTypeNormal, "Booked", "Booked 3 seat(s) from Oslo to Tromso")
+			waitEvent(t, w.C, w.NS, "trip", corev1.EventTypeNormal, "Booked", "Booked 3 seat(s) from Oslo to Tromso")
 			return ctx
 		}).
 		Assess("deleting the ticket gives its seats back, then the ticket is gone", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if err := w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns).Delete(ctx, "trip", metav1.DeleteOptions{}); err != nil {
+			if err := w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS).Delete(ctx, "trip", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			waitGone(t, "ticket trip", func(ctx context.Context) error {
-				_, err := w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns).Get(ctx, "trip", metav1.GetOptions{})
+				_, err := w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS).Get(ctx, "trip", metav1.GetOptions{})
 				return err
 			})
-			if _, err := w.c.Kube.CoreV1().ConfigMaps(ledger).Get(ctx, w.ns+".trip", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := w.C.Kube.CoreV1().ConfigMaps(ledger).Get(ctx, w.NS+".trip", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("the seat hold outlived its ticket (err=%v)", err)
 			}
 			// The Event outlives the ticket.
-			waitEvent(t, w.c, w.ns, "trip", corev1.EventTypeNormal, "Deleted", "Gave the seats back")
+			waitEvent(t, w.C, w.NS, "trip", corev1.EventTypeNormal, "Deleted", "Gave the seats back")
 			return ctx
 		}).
 		Assess(fmt.Sprintf("nothing leaks after %d tickets booked and deleted, %d at a time", cycles, batch), func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			tickets := w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns)
+			tickets := w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS)
 			for b := 0; b < cycles/batch; b++ {
 				names := make([]string, batch)
 				for i := range names {
@@ -145,25 +146,33 @@ func TestFinalizerCleanupFails(t *testing.T) {
 			}
 			sa = newOperatorAccount(t, c) // its namespace is the ledger
 			w = newWorld(t, cfg, "stuck", "--ledger-namespace", sa.namespace)
-			tickets = w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns)
-			harness.StartOperator(t, sa.kubeconfig, w.bin, append([]string{"--namespace", w.ns}, w.args...)...)
-			if _, err := w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns).Create(ctx, newTicketObject("stuck", "Oslo", "Bergen", 2), metav1.CreateOptions{}); err != nil {
+			tickets = w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS)
+			harness.StartOperator(t, sa.kubeconfig, w.Bin, append([]string{"--namespace", w.NS}, w.args...)...)
+			if _, err := w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS).Create(ctx, newTicketObject("stuck", "Oslo", "Bergen", 2), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			waitCondition(t, w, ticketGVR, "stuck", "Booked", "True", "SeatsHeld")
 			return ctx
 		}).
 		Assess("while the ledger refuses, the deleted ticket stays Terminating, Degraded, with a Warning Event", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if err := w.c.Kube.RbacV1().RoleBindings(sa.namespace).Delete(ctx, "operator-flow-06-ledger", metav1.DeleteOptions{}); err != nil {
+			if err := w.C.Kube.RbacV1().RoleBindings(sa.namespace).Delete(ctx, "operator-flow-06-ledger", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns).Delete(ctx, "stuck", metav1.DeleteOptions{}); err != nil {
+			// The RBAC authorizer learns of the removal through a watch of
+			// its own, a moment after the delete returns: wait until the
+			// account may no longer delete holds, or the release below
+			// could still succeed.
+			harness.Eventually(t, converge, "the ledger RoleBinding's removal to take effect", func(ctx context.Context) (bool, string, error) {
+				ok := allowed(t, w.C, sa, "delete", "", "configmaps", sa.namespace)
+				return !ok, "allowed=" + strconv.FormatBool(ok), nil
+			})
+			if err := w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS).Delete(ctx, "stuck", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			u := waitCondition(t, w, ticketGVR, "stuck", "Degraded", "True", "ReleaseFailed")
 			c, _ := conditionOf(u, "Degraded")
 			t.Logf("Degraded: %s", c)
-			ev := waitEvent(t, w.c, w.ns, "stuck", corev1.EventTypeWarning, "Failed", "forbidden")
+			ev := waitEvent(t, w.C, w.NS, "stuck", corev1.EventTypeWarning, "Failed", "forbidden")
 			t.Logf("Event: %s %s: %s", ev.Type, ev.Reason, ev.Message)
 			// Still there, Terminating, and the seats still held.
 			u, err := tickets.Get(ctx, "stuck", metav1.GetOptions{})
@@ -173,20 +182,20 @@ func TestFinalizerCleanupFails(t *testing.T) {
 			if u.GetDeletionTimestamp() == nil || !slices.Contains(u.GetFinalizers(), ticketFinalizer) {
 				t.Errorf("deletionTimestamp %v, finalizers %v: want Terminating with %s", u.GetDeletionTimestamp(), u.GetFinalizers(), ticketFinalizer)
 			}
-			if _, err := w.c.Kube.CoreV1().ConfigMaps(sa.namespace).Get(ctx, w.ns+".stuck", metav1.GetOptions{}); err != nil {
+			if _, err := w.C.Kube.CoreV1().ConfigMaps(sa.namespace).Get(ctx, w.NS+".stuck", metav1.GetOptions{}); err != nil {
 				t.Errorf("the seat hold is gone: %v", err)
 			}
 			return ctx
 		}).
 		Assess("once the permission is back, the seats are given back and the ticket goes", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			if _, err := w.c.Kube.RbacV1().RoleBindings(sa.namespace).Create(ctx, roleBinding(sa, "operator-flow-06-ledger"), metav1.CreateOptions{}); err != nil {
+			if _, err := w.C.Kube.RbacV1().RoleBindings(sa.namespace).Create(ctx, roleBinding(sa, "operator-flow-06-ledger"), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			waitGone(t, "ticket stuck", func(ctx context.Context) error {
 				_, err := tickets.Get(ctx, "stuck", metav1.GetOptions{})
 				return err
 			})
-			if _, err := w.c.Kube.CoreV1().ConfigMaps(sa.namespace).Get(ctx, w.ns+".stuck", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := w.C.Kube.CoreV1().ConfigMaps(sa.namespace).Get(ctx, w.NS+".stuck", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("the seat hold outlived its ticket (err=%v)", err)
 			}
 			return ctx

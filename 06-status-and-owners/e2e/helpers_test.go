@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,14 +18,12 @@ import (
 	"github.com/operator-flow/operator-flow/harness/behaviour"
 )
 
-// world is one test's namespace and a way to run this stage's operator on
-// it, with args after the stage's own.
+// world is one test's namespace, clients and operator binary
+// (harness.World), and the args this stage's operator runs with, after the
+// stage's own.
 type world struct {
-	c          *harness.Clients
-	ns         string
-	kubeconfig string
-	bin        string
-	args       []string
+	*harness.World
+	args []string
 }
 
 // newWorld creates the namespace, builds the operator, and makes sure the
@@ -34,14 +31,9 @@ type world struct {
 // the namespace is deleted.
 func newWorld(t *testing.T, cfg *envconf.Config, prefix string, args ...string) *world {
 	t.Helper()
-	c, err := harness.NewClients(cfg.Client().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &world{c: c, ns: c.Namespace(t, prefix), kubeconfig: cfg.KubeconfigFile(),
-		bin: harness.BuildOperator(t, harness.OperatorPackage(stage.Package))}
+	w := &world{World: harness.NewWorld(t, cfg, prefix, harness.OperatorPackage(stage.Package))}
 	w.args = append(append([]string{}, stage.Args...), args...)
-	behaviour.ReleaseTicketsAtCleanup(t, c, w.ns, w.kubeconfig, w.bin, w.args...)
+	behaviour.ReleaseTicketsAtCleanup(t, w.C, w.NS, w.Kubeconfig, w.Bin, w.args...)
 	return w
 }
 
@@ -49,23 +41,16 @@ func newWorld(t *testing.T, cfg *envconf.Config, prefix string, args ...string) 
 // when t ends.
 func (w *world) start(t *testing.T) *harness.Operator {
 	t.Helper()
-	return harness.StartOperator(t, w.kubeconfig, w.bin, append([]string{"--namespace", w.ns}, w.args...)...)
+	return w.Start(t, w.args...)
 }
 
 func newTicketObject(name, from, to string, number int64) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "flights.com/v1", "kind": "FlightTicket",
-		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"from": from, "to": to, "number": number},
-	}}
+	return harness.NewTicket(name, from, to, number)
 }
 
+// newLoggerObject is a Logger that prints its own name every 5 seconds.
 func newLoggerObject(name string, replicas int64) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Logger",
-		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"name": name, "timeInterval": int64(5), "replicas": replicas},
-	}}
+	return harness.NewLogger(name, name, 5, replicas)
 }
 
 // condition is one entry of status.conditions, read from an unstructured
@@ -103,7 +88,7 @@ func waitCondition(t *testing.T, w *world, gvr schema.GroupVersionResource, name
 	t.Helper()
 	var got *unstructured.Unstructured
 	harness.Eventually(t, converge, fmt.Sprintf("%s %s: condition %s=%s (%s)", gvr.Resource, name, typ, status, reason), func(ctx context.Context) (bool, string, error) {
-		u, err := w.c.Dynamic.Resource(gvr).Namespace(w.ns).Get(ctx, name, metav1.GetOptions{})
+		u, err := w.C.Dynamic.Resource(gvr).Namespace(w.NS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", client404(err)
 		}
@@ -148,15 +133,6 @@ func waitEvent(t *testing.T, c *harness.Clients, ns, name, typ, reason, text str
 		return false, strings.Join(seen, "; "), nil
 	})
 	return found
-}
-
-// deployment returns a Deployment, or nil when there is none.
-func (w *world) deployment(ctx context.Context, name string) (*appsv1.Deployment, error) {
-	d, err := w.c.Kube.AppsV1().Deployments(w.ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return d, err
 }
 
 // waitGone waits until get says NotFound.

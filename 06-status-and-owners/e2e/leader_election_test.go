@@ -10,7 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -41,7 +40,7 @@ const (
 	logLeading   = "Successfully acquired lease"
 )
 
-var ticketGVR = schema.GroupVersionResource{Group: "flights.com", Version: "v1", Resource: "flighttickets"}
+var ticketGVR = harness.TicketGVR
 
 // TestLeaderElection runs two replicas with --leader-elect. Only the one
 // holding the Lease reconciles; when it is killed without warning (SIGKILL:
@@ -133,15 +132,21 @@ func TestLeaderElection(t *testing.T) {
 		Assess("after SIGTERM the lease is given back and a new standby takes over at once", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			next := start(t)
 			next.WaitForLog(converge, logCompeting)
+			// Watched from before the stop, so that the release is seen
+			// even if the standby takes the Lease a moment later.
+			released := harness.WatchLeaseRelease(t, c, ns)
 			if err := std.Stop(); err != nil {
 				t.Fatalf("the leader did not stop cleanly: %v", err)
 			}
 			stopped := time.Now()
-			next.WaitForLog(leaseDuration, logLeading)
+			released(leaseDuration)
+			// A released Lease is taken at the standby's next attempt; an
+			// unreleased one only after it expires (lease duration).
+			next.WaitForLog(leaseDuration+retryJitter+slack, logLeading)
 			took := time.Since(stopped)
-			t.Logf("after a clean stop the standby took over in %v (lease duration %v)", took.Round(10*time.Millisecond), leaseDuration)
-			if took >= leaseDuration {
-				t.Errorf("takeover after SIGTERM took %v: the lease was not released", took)
+			t.Logf("after a clean stop the standby took over in %v (retry period %v, lease duration %v)", took.Round(10*time.Millisecond), retryPeriod, leaseDuration)
+			if took > retryJitter+slack {
+				t.Errorf("takeover after SIGTERM took %v, want at most the retry period (+ jitter and slack) = %v", took, retryJitter+slack)
 			}
 			createTicket(t, c, ns, "after")
 			waitBooked(t, c, ns, "after")
@@ -156,12 +161,7 @@ const converge = 60 * time.Second
 
 func createTicket(t *testing.T, c *harness.Clients, ns, name string) {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "flights.com/v1",
-		"kind":       "FlightTicket",
-		"metadata":   map[string]any{"name": name},
-		"spec":       map[string]any{"from": "Oslo", "to": "Bergen", "number": int64(1)},
-	}}
+	u := harness.NewTicket(name, "Oslo", "Bergen", 1)
 	if _, err := c.Dynamic.Resource(ticketGVR).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ticket %s: %v", name, err)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,11 +47,18 @@ func TestLeastPrivilege(t *testing.T) {
 		// keeps the last value of a flag, so this one wins. The ledger is
 		// the account's own namespace, where its ledger Role is bound.
 		s.Args = append([]string{"--kubeconfig", sa.kubeconfig, "--ledger-namespace", sa.namespace}, stage.Args...)
+		// With only the generated roles, a refused request means a
+		// missing rule: no operator of the suite may log "forbidden".
+		s.NothingForbidden = true
 		behaviour.Run(t, s)
 	})
 
 	t.Run("leader election works with only the generated Role", func(t *testing.T) {
 		harness.Env().Test(t, leaderElectionAs(sa))
+	})
+
+	t.Run("it authenticates as the ServiceAccount, and serves /metrics as it", func(t *testing.T) {
+		harness.Env().Test(t, identityAndMetrics(sa))
 	})
 
 	t.Run("it cannot read Secrets, nor the seat holds it writes", func(t *testing.T) {
@@ -341,4 +349,46 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 		}
 	}
 	return false
+}
+
+// identityAndMetrics starts the operator the way the behaviour suite above
+// does (the admin kubeconfig first, the account's last), and shows whom the
+// API server takes it for: with the Lease in namespace default, where the
+// account has no Role, leader election is refused, and the refusal names
+// the user. Its /metrics then answers a reader and refuses a stranger,
+// which takes a TokenReview and a SubjectAccessReview sent as the account:
+// the only use of those two rules of the generated ClusterRole.
+func identityAndMetrics(sa *operatorAccount) features.Feature {
+	return features.New("the operator's identity").
+		Assess("the API server sees the ServiceAccount, and /metrics works under it", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			c, err := harness.NewClients(cfg.Client().RESTConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			user := fmt.Sprintf("system:serviceaccount:%s:%s", sa.namespace, sa.name)
+			metrics := freeAddr(t)
+			bin := harness.BuildOperator(t, harness.OperatorPackage(stage.Package))
+			op := harness.StartOperator(t, cfg.KubeconfigFile(), bin, append(append([]string{"--kubeconfig", sa.kubeconfig}, stage.Args...),
+				"--namespace", sa.namespace, "--ledger-namespace", sa.namespace, "--leader-elect", "--leader-elect-namespace", "default",
+				"--metrics-bind-address", metrics)...)
+			op.WaitForLog(converge, "forbidden", user)
+			url := "https://" + metrics + "/metrics"
+			reader := metricsToken(t, c, sa.namespace, "scraper", true)
+			stranger := metricsToken(t, c, sa.namespace, "stranger", false)
+			harness.Eventually(t, converge, "/metrics to answer the reader with 200", func(ctx context.Context) (bool, string, error) {
+				code, body := getWithToken(ctx, url, reader)
+				return code == http.StatusOK, fmt.Sprintf("%d %.200s", code, body), nil
+			})
+			if code, body := getWithToken(context.Background(), url, stranger); code != http.StatusForbidden {
+				t.Errorf("/metrics answered a ServiceAccount without the metrics-reader role with %d %q, want 403", code, body)
+			}
+			// Only the Lease, which the test put out of reach, was refused.
+			for _, line := range strings.Split(op.Log(), "\n") {
+				if strings.Contains(line, "forbidden") && !strings.Contains(line, "leases") {
+					t.Errorf("a request other than the Lease's was forbidden: %s", line)
+				}
+			}
+			return ctx
+		}).
+		Feature()
 }

@@ -30,13 +30,13 @@ func TestDeletedWhileStopped(t *testing.T) {
 		Assess("its Deployment is deleted by the garbage collector, with no operator running", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			w := newWorld(t, cfg, "orphan")
 			op := w.start(t)
-			logger, err := w.c.Dynamic.Resource(loggerGVR).Namespace(w.ns).Create(ctx, newLoggerObject("left", 1), metav1.CreateOptions{})
+			logger, err := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS).Create(ctx, newLoggerObject("left", 1), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var d *appsv1.Deployment
 			harness.Eventually(t, converge, "Deployment logger-left", func(ctx context.Context) (bool, string, error) {
-				d, err = w.deployment(ctx, "logger-left")
+				d, err = w.Deployment(ctx, "logger-left")
 				return d != nil, "", err
 			})
 			// Exactly one owner reference, and it is the controller: the
@@ -55,14 +55,14 @@ func TestDeletedWhileStopped(t *testing.T) {
 			if err := op.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			if err := w.c.Dynamic.Resource(loggerGVR).Namespace(w.ns).Delete(ctx, "left", metav1.DeleteOptions{}); err != nil {
+			if err := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS).Delete(ctx, "left", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			waitGone(t, "Deployment logger-left, with no operator running,", func(ctx context.Context) error {
-				_, err := w.c.Kube.AppsV1().Deployments(w.ns).Get(ctx, "logger-left", metav1.GetOptions{})
+				_, err := w.C.Kube.AppsV1().Deployments(w.NS).Get(ctx, "logger-left", metav1.GetOptions{})
 				return err
 			})
-			if _, err := w.c.Kube.AppsV1().Deployments(w.ns).Get(ctx, foreign, metav1.GetOptions{}); err != nil {
+			if _, err := w.C.Kube.AppsV1().Deployments(w.NS).Get(ctx, foreign, metav1.GetOptions{}); err != nil {
 				t.Errorf("a Deployment without our owner reference was touched: %v", err)
 			}
 			return ctx
@@ -83,7 +83,7 @@ func foreignDeployment(t *testing.T, w *world) string {
 	}
 	d.Spec.Template.Labels = map[string]string{"app": "stranger"}
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox:1.37"}}
-	if _, err := w.c.Kube.AppsV1().Deployments(w.ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+	if _, err := w.C.Kube.AppsV1().Deployments(w.NS).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return d.Name
@@ -99,12 +99,12 @@ func TestDeletionPropagation(t *testing.T) {
 	// the Logger's and the Deployment's UIDs.
 	create := func(t *testing.T, name string) (loggerUID, deploymentUID string) {
 		t.Helper()
-		u, err := w.c.Dynamic.Resource(loggerGVR).Namespace(w.ns).Create(context.Background(), newLoggerObject(name, 1), metav1.CreateOptions{})
+		u, err := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS).Create(context.Background(), newLoggerObject(name, 1), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, w, loggerGVR, name, "Available", "True", "MinimumReplicasAvailable")
-		d, err := w.deployment(context.Background(), "logger-"+name)
+		d, err := w.Deployment(context.Background(), "logger-"+name)
 		if err != nil || d == nil {
 			t.Fatalf("no Deployment logger-%s: %v", name, err)
 		}
@@ -112,19 +112,19 @@ func TestDeletionPropagation(t *testing.T) {
 	}
 	del := func(t *testing.T, name string, policy metav1.DeletionPropagation) {
 		t.Helper()
-		if err := w.c.Dynamic.Resource(loggerGVR).Namespace(w.ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+		if err := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	getLogger := func(name string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			_, err := w.c.Dynamic.Resource(loggerGVR).Namespace(w.ns).Get(ctx, name, metav1.GetOptions{})
+			_, err := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS).Get(ctx, name, metav1.GetOptions{})
 			return err
 		}
 	}
 	getDeployment := func(name string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			_, err := w.c.Kube.AppsV1().Deployments(w.ns).Get(ctx, name, metav1.GetOptions{})
+			_, err := w.C.Kube.AppsV1().Deployments(w.NS).Get(ctx, name, metav1.GetOptions{})
 			return err
 		}
 	}
@@ -148,7 +148,7 @@ func TestDeletionPropagation(t *testing.T) {
 			// The API server answered the delete by adding the
 			// foregroundDeletion finalizer, which the garbage collector
 			// removes once every blocking dependent is gone.
-			u, err := w.c.Dynamic.Resource(loggerGVR).Namespace(w.ns).Get(ctx, "fg", metav1.GetOptions{})
+			u, err := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS).Get(ctx, "fg", metav1.GetOptions{})
 			if err == nil && (u.GetDeletionTimestamp() == nil || !slices.Contains(u.GetFinalizers(), metav1.FinalizerDeleteDependents)) {
 				t.Errorf("right after a foreground delete the Logger has deletionTimestamp %v and finalizers %v, want %s", u.GetDeletionTimestamp(), u.GetFinalizers(), metav1.FinalizerDeleteDependents)
 			}
@@ -173,7 +173,7 @@ func TestDeletionPropagation(t *testing.T) {
 			// The garbage collector removed the owner reference, and
 			// nothing deleted the Deployment: its pods run on.
 			harness.Eventually(t, converge, "Deployment logger-keep without owner references", func(ctx context.Context) (bool, string, error) {
-				d, err := w.deployment(ctx, "logger-keep")
+				d, err := w.Deployment(ctx, "logger-keep")
 				if err != nil || d == nil {
 					return false, "no Deployment", err
 				}
@@ -181,7 +181,7 @@ func TestDeletionPropagation(t *testing.T) {
 			})
 			newLogger, _ := create(t, "keep")
 			harness.Eventually(t, converge, "the new Logger to adopt the Deployment", func(ctx context.Context) (bool, string, error) {
-				d, err := w.deployment(ctx, "logger-keep")
+				d, err := w.Deployment(ctx, "logger-keep")
 				if err != nil || d == nil {
 					return false, "no Deployment", err
 				}
@@ -191,7 +191,7 @@ func TestDeletionPropagation(t *testing.T) {
 				ref := metav1.GetControllerOf(d)
 				return ref != nil && string(ref.UID) == newLogger, fmt.Sprintf("controller %v (old Logger %s, new %s)", ref, oldLogger, newLogger), nil
 			})
-			waitEvent(t, w.c, w.ns, "keep", corev1.EventTypeNormal, "Updated", "adopted")
+			waitEvent(t, w.C, w.NS, "keep", corev1.EventTypeNormal, "Updated", "adopted")
 			return ctx
 		}).
 		Feature()

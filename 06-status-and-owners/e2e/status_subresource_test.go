@@ -40,7 +40,7 @@ func TestStatusSubresource(t *testing.T) {
 	f := features.New("status lives in its own subresource").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			w = newWorld(t, cfg, "status")
-			tickets = w.c.Dynamic.Resource(ticketGVR).Namespace(w.ns)
+			tickets = w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS)
 			w.start(t)
 			if _, err := tickets.Create(ctx, newTicketObject("split", "Oslo", "Bergen", 1), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -145,15 +145,15 @@ func impersonated(t *testing.T, w *world, user, file string) dynamic.ResourceInt
 	t.Helper()
 	ctx := context.Background()
 	role := readClusterRole(t, file)
-	role.ObjectMeta = metav1.ObjectMeta{Name: role.Name + "-" + w.ns}
-	if _, err := w.c.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	role.ObjectMeta = metav1.ObjectMeta{Name: role.Name + "-" + w.NS}
+	if _, err := w.C.Kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = w.c.Kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+		_ = w.C.Kube.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
 	})
 	// A RoleBinding grants a ClusterRole's rules in one namespace only.
-	if _, err := w.c.Kube.RbacV1().RoleBindings(w.ns).Create(ctx, &rbacv1.RoleBinding{
+	if _, err := w.C.Kube.RbacV1().RoleBindings(w.NS).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
@@ -165,14 +165,14 @@ func impersonated(t *testing.T, w *world, user, file string) dynamic.ResourceInt
 	// once a SubjectAccessReview says the user may get tickets, every rule of
 	// the binding is in force.
 	harness.Eventually(t, converge, user+"'s RoleBinding to take effect", func(ctx context.Context) (bool, string, error) {
-		ok, err := mayDo(ctx, w.c, user, []string{"system:authenticated"}, "get", ticketGVR.Group, ticketGVR.Resource, w.ns)
+		ok, err := mayDo(ctx, w.C, user, []string{"system:authenticated"}, "get", ticketGVR.Group, ticketGVR.Resource, w.NS)
 		return ok, "allowed=" + strconv.FormatBool(ok), err
 	})
-	cfg := rest.CopyConfig(w.c.Config)
+	cfg := rest.CopyConfig(w.C.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dyn.Resource(ticketGVR).Namespace(w.ns)
+	return dyn.Resource(ticketGVR).Namespace(w.NS)
 }

@@ -1,7 +1,9 @@
 // Package e2e runs a small `make bench` (20 tickets, 2 Loggers) on every
 // operator stage, so that the benchmark harness cannot rot, and checks the
 // targets that do not depend on the machine's speed: an idle pass over
-// converged objects costs stages 03 and later no write and no GET.
+// converged objects costs stages 03 and later no write and no GET, by the
+// operator's own count and by the objects' resourceVersions; and the API
+// server counts at least the writes the bench and the operator sent.
 package e2e
 
 import (
@@ -20,12 +22,14 @@ import (
 func TestMain(m *testing.M) { harness.Main(m) }
 
 type results struct {
-	Stages []struct {
-		Stage      string
-		IdleWrites int
-		Gets       int
-		Writes     int
-		Bound      int
+	Tickets, Loggers int
+	Stages           []struct {
+		Stage                                    string
+		IdleWrites, IdleChanged                  int
+		Gets                                     int
+		Writes                                   int
+		Bound                                    int
+		CreateServerWrites, CreateOperatorWrites int
 	}
 }
 
@@ -70,12 +74,21 @@ func TestSmallBench(t *testing.T) {
 		if !strings.Contains(stdout.String(), "| "+s.Stage+" |") {
 			t.Errorf("the table has no row for %s", s.Stage)
 		}
+		// The API server's count is independent of the operator's own: it
+		// must hold at least the bench's creates and the operator's writes.
+		if least := r.Tickets + r.Loggers + s.CreateOperatorWrites; s.CreateServerWrites < least {
+			t.Errorf("%s: the API server counted %d writes in the create phase, fewer than the bench's %d creates + the operator's %d writes: the server's count is wrong", s.Stage, s.CreateServerWrites, r.Tickets+r.Loggers, s.CreateOperatorWrites)
+		}
 		if s.Writes < s.Bound {
 			t.Errorf("%s: %d writes, fewer than the lower bound %d: the bound or the count is wrong", s.Stage, s.Writes, s.Bound)
 		}
 		if s.Stage >= "03" {
 			if s.IdleWrites != 0 {
 				t.Errorf("%s: an idle pass over converged objects wrote %d times, want 0", s.Stage, s.IdleWrites)
+			}
+			// The same, seen from the API server: no object changed.
+			if s.IdleChanged != 0 {
+				t.Errorf("%s: %d objects got a new resourceVersion during the idle pass, want 0", s.Stage, s.IdleChanged)
 			}
 			if s.Gets != 0 {
 				t.Errorf("%s: %d GETs, want 0 for a stage that reads from a cache", s.Stage, s.Gets)

@@ -19,7 +19,7 @@ func booking(s Stage) features.Feature {
 			return ctx
 		}).
 		Assess("a new ticket gets phase Booked and the documented message", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			f.create(t, ticketGVR, newTicket("amsterdam-lisbon", "Amsterdam", "Lisbon", 2))
+			f.Create(t, ticketGVR, newTicket("amsterdam-lisbon", "Amsterdam", "Lisbon", 2))
 			f.waitTicketBooked(t, "amsterdam-lisbon", "Amsterdam", "Lisbon", 2)
 			return ctx
 		}).

@@ -25,7 +25,7 @@ func drift(s Stage) features.Feature {
 	// patch changes the Deployment the way a person with kubectl would.
 	patch := func(t *testing.T, pt types.PatchType, body string) {
 		t.Helper()
-		if _, err := f.c.Kube.AppsV1().Deployments(f.ns).Patch(context.Background(), name, pt, []byte(body), metav1.PatchOptions{}); err != nil {
+		if _, err := f.C.Kube.AppsV1().Deployments(f.NS).Patch(context.Background(), name, pt, []byte(body), metav1.PatchOptions{}); err != nil {
 			t.Fatalf("patching %s: %v", name, err)
 		}
 	}
@@ -33,7 +33,7 @@ func drift(s Stage) features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "drift")
 			f.start(t)
-			f.create(t, loggerGVR, newLogger(want.logger, want.printed, want.interval, int64(want.replicas)))
+			f.Create(t, loggerGVR, newLogger(want.logger, want.printed, want.interval, int64(want.replicas)))
 			f.waitDeployment(t, name, matches)
 			f.waitLoggerState(t, want.logger, stateAvailable)
 			// The operator's own status write comes back to it as a Logger
@@ -60,11 +60,11 @@ func drift(s Stage) features.Feature {
 			return ctx
 		}).
 		Assess("deleting the Deployment brings it back", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			old, err := f.deployment(ctx, name)
+			old, err := f.Deployment(ctx, name)
 			if err != nil || old == nil {
 				t.Fatalf("reading %s: %v", name, err)
 			}
-			if err := f.c.Kube.AppsV1().Deployments(f.ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			if err := f.C.Kube.AppsV1().Deployments(f.NS).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			f.waitDeployment(t, name, func(d *appsv1.Deployment) (bool, string) {

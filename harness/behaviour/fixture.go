@@ -10,9 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -38,33 +36,21 @@ func convergeTimeout() time.Duration {
 // so every feature starts from nothing and the harness stops its operator
 // and deletes its namespace when the feature ends.
 type fixture struct {
-	stage      Stage
-	c          *harness.Clients
-	ns         string
-	kubeconfig string
-	bin        string
-	op         *harness.Operator
+	*harness.World
+	stage   Stage
+	op      *harness.Operator
+	started time.Time // when op was started
 }
 
 // newFixture creates the namespace and builds the stage's operator; start
 // runs it.
 func newFixture(t *testing.T, cfg *envconf.Config, s Stage, prefix string) *fixture {
 	t.Helper()
-	c, err := harness.NewClients(cfg.Client().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{
-		stage:      s,
-		c:          c,
-		ns:         c.Namespace(t, prefix),
-		kubeconfig: cfg.KubeconfigFile(),
-		bin:        harness.BuildOperator(t, harness.OperatorPackage(s.Package)),
-	}
+	f := &fixture{World: harness.NewWorld(t, cfg, prefix, harness.OperatorPackage(s.Package)), stage: s}
 	if s.TicketFinalizer {
 		// Registered after the namespace, so it runs before the namespace
 		// is deleted, and after every operator of the feature has stopped.
-		ReleaseTicketsAtCleanup(t, c, f.ns, cfg.KubeconfigFile(), f.bin, s.Args...)
+		ReleaseTicketsAtCleanup(t, f.C, f.NS, cfg.KubeconfigFile(), f.Bin, s.Args...)
 	}
 	return f
 }
@@ -73,9 +59,21 @@ func newFixture(t *testing.T, cfg *envconf.Config, s Stage, prefix string) *fixt
 // as f.op. extra flags come after the stage's own.
 func (f *fixture) start(t *testing.T, extra ...string) *harness.Operator {
 	t.Helper()
-	args := append([]string{"--namespace", f.ns}, f.stage.Args...)
-	f.op = harness.StartOperator(t, f.kubeconfig, f.bin, append(args, extra...)...)
-	return f.op
+	args := append([]string{"--namespace", f.NS}, f.stage.Args...)
+	var op *harness.Operator
+	if f.stage.NothingForbidden {
+		// Registered first, so it runs after the operator has stopped, and
+		// sees its whole log.
+		t.Cleanup(func() {
+			if n := op.CountLog("forbidden"); n != 0 {
+				t.Errorf("the operator logged \"forbidden\" %d times; its roles miss a rule the code needs:\n%s", n, op.Log())
+			}
+		})
+	}
+	f.started = time.Now()
+	op = harness.StartOperator(t, f.Kubeconfig, f.Bin, append(args, extra...)...)
+	f.op = op
+	return op
 }
 
 // restartInSync stops the fixture's operator and starts a fresh one, and
@@ -117,7 +115,7 @@ func (f *fixture) restartInSync(t *testing.T, names ...string) *harness.Operator
 			}
 			missing := []string{}
 			for _, name := range names {
-				if op.CountLog("in sync", f.ns+"/"+name) == 0 {
+				if op.CountLog("in sync", f.NS+"/"+name) == 0 {
 					missing = append(missing, name)
 				}
 			}
@@ -139,9 +137,9 @@ func (f *fixture) versions(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, gvr := range []schema.GroupVersionResource{loggerGVR, ticketGVR} {
-		list, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).List(context.Background(), metav1.ListOptions{})
+		list, err := f.C.Dynamic.Resource(gvr).Namespace(f.NS).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
-			t.Fatalf("listing %s in %s: %v", gvr.Resource, f.ns, err)
+			t.Fatalf("listing %s in %s: %v", gvr.Resource, f.NS, err)
 		}
 		for _, u := range list.Items {
 			out[gvr.Resource+"/"+u.GetName()] = u.GetResourceVersion()
@@ -150,46 +148,14 @@ func (f *fixture) versions(t *testing.T) map[string]string {
 	return out
 }
 
-func (f *fixture) create(t *testing.T, gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
-	t.Helper()
-	if _, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating %s %s/%s: %v", gvr.Resource, f.ns, u.GetName(), err)
-	}
-}
-
 // patchSpec merges fields into an object's spec, as a user's `kubectl patch`
 // would.
 func (f *fixture) patchSpec(t *testing.T, gvr schema.GroupVersionResource, name string, spec map[string]any) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"spec": spec})
-	if _, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("patching %s %s/%s: %v", gvr.Resource, f.ns, name, err)
+	if _, err := f.C.Dynamic.Resource(gvr).Namespace(f.NS).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patching %s %s/%s: %v", gvr.Resource, f.NS, name, err)
 	}
-}
-
-func (f *fixture) delete(t *testing.T, gvr schema.GroupVersionResource, name string) {
-	t.Helper()
-	if err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("deleting %s %s/%s: %v", gvr.Resource, f.ns, name, err)
-	}
-}
-
-// get returns an object, or nil when it does not exist.
-func (f *fixture) get(ctx context.Context, gvr schema.GroupVersionResource, name string) (*unstructured.Unstructured, error) {
-	u, err := f.c.Dynamic.Resource(gvr).Namespace(f.ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return u, err
-}
-
-// deployment returns a Deployment, or nil when it does not exist.
-func (f *fixture) deployment(ctx context.Context, name string) (*appsv1.Deployment, error) {
-	d, err := f.c.Kube.AppsV1().Deployments(f.ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return d, err
 }
 
 // waitTicketBooked waits until a ticket's status is exactly the booking of
@@ -198,7 +164,7 @@ func (f *fixture) waitTicketBooked(t *testing.T, name, from, to string, number i
 	t.Helper()
 	want := bookingMessage(from, to, number)
 	harness.Eventually(t, converge, fmt.Sprintf("ticket %s to say %q", name, want), func(ctx context.Context) (bool, string, error) {
-		u, err := f.get(ctx, ticketGVR, name)
+		u, err := f.Get(ctx, ticketGVR, name)
 		if err != nil || u == nil {
 			return false, "no ticket", err
 		}
@@ -211,7 +177,7 @@ func (f *fixture) waitTicketBooked(t *testing.T, name, from, to string, number i
 func (f *fixture) waitLoggerState(t *testing.T, name, want string) {
 	t.Helper()
 	harness.Eventually(t, converge, fmt.Sprintf("Logger %s to be %s", name, want), func(ctx context.Context) (bool, string, error) {
-		u, err := f.get(ctx, loggerGVR, name)
+		u, err := f.Get(ctx, loggerGVR, name)
 		if err != nil || u == nil {
 			return false, "no Logger", err
 		}
@@ -226,7 +192,7 @@ func (f *fixture) waitDeployment(t *testing.T, name string, ok func(*appsv1.Depl
 	t.Helper()
 	var got *appsv1.Deployment
 	harness.Eventually(t, converge, "Deployment "+name, func(ctx context.Context) (bool, string, error) {
-		d, err := f.deployment(ctx, name)
+		d, err := f.Deployment(ctx, name)
 		if err != nil || d == nil {
 			return false, "no Deployment", err
 		}
@@ -241,7 +207,7 @@ func (f *fixture) waitDeployment(t *testing.T, name string, ok func(*appsv1.Depl
 func (f *fixture) waitDeploymentGone(t *testing.T, name string) {
 	t.Helper()
 	harness.Eventually(t, converge, "Deployment "+name+" to be deleted", func(ctx context.Context) (bool, string, error) {
-		d, err := f.deployment(ctx, name)
+		d, err := f.Deployment(ctx, name)
 		if err != nil {
 			return false, "", err
 		}

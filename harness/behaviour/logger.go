@@ -31,14 +31,14 @@ func logger(s Stage) features.Feature {
 			// The API server itself then refuses pods that break the
 			// restricted profile: the Logger could never become Available.
 			patch := []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"restricted"}}}`)
-			if _, err := f.c.Kube.CoreV1().Namespaces().Patch(ctx, f.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			if _, err := f.C.Kube.CoreV1().Namespaces().Patch(ctx, f.NS, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			f.start(t, "--logger-image", testImage)
 			return ctx
 		}).
 		Assess("a new Logger gets Deployment logger-<name> and becomes Available", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			f.create(t, loggerGVR, newLogger(want.logger, want.printed, want.interval, int64(want.replicas)))
+			f.Create(t, loggerGVR, newLogger(want.logger, want.printed, want.interval, int64(want.replicas)))
 			d := f.waitDeployment(t, deploymentName(want.logger), matches)
 			f.waitLoggerState(t, want.logger, stateAvailable)
 			if s.GarbageCollected {
@@ -62,7 +62,7 @@ func logger(s Stage) features.Feature {
 		Assess("deleting the Logger deletes its Deployment", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			// By the operator's delete handling in stages 02 to 05, by the
 			// garbage collector in 06: the outcome is the same.
-			f.delete(t, loggerGVR, want.logger)
+			f.Delete(t, loggerGVR, want.logger)
 			f.waitDeploymentGone(t, deploymentName(want.logger))
 			return ctx
 		}).
@@ -73,7 +73,7 @@ func logger(s Stage) features.Feature {
 // owner, which is what lets the garbage collector delete it.
 func checkOwner(t *testing.T, f *fixture, d *appsv1.Deployment) {
 	t.Helper()
-	l, err := f.get(context.Background(), loggerGVR, d.Labels["app.kubernetes.io/instance"])
+	l, err := f.Get(context.Background(), loggerGVR, d.Labels["app.kubernetes.io/instance"])
 	if err != nil || l == nil {
 		t.Fatalf("reading the Logger of %s: %v", d.Name, err)
 	}

@@ -4,14 +4,14 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/operator-flow/operator-flow/harness"
 )
 
-// The custom kinds, addressed through the dynamic client: the suite must fit
-// stage 02, which has no Go types for them.
+// The custom kinds (harness.TicketGVR, harness.LoggerGVR).
 var (
-	ticketGVR = schema.GroupVersionResource{Group: "flights.com", Version: "v1", Resource: "flighttickets"}
-	loggerGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "loggers"}
+	ticketGVR = harness.TicketGVR
+	loggerGVR = harness.LoggerGVR
 )
 
 // What docs/behaviour.md promises.
@@ -23,6 +23,8 @@ const (
 	containerName    = "logger"
 	loggerScript     = `while true; do echo "$(date -u +%FT%TZ) $LOGGER_NAME is active"; sleep "$TIME_INTERVAL"; done`
 	runAsUser        = 65534
+	// ticketFinalizer: stage 06 keeps a ticket until its seats are released.
+	ticketFinalizer = "flights.com/release-seats"
 )
 
 // bookingMessage is status.message of a booked ticket.
@@ -43,23 +45,10 @@ func (tk ticket) object() *unstructured.Unstructured {
 	return newTicket(tk.name, tk.from, tk.to, tk.number)
 }
 
-func newTicket(name, from, to string, number int64) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "flights.com/v1",
-		"kind":       "FlightTicket",
-		"metadata":   map[string]any{"name": name},
-		"spec":       map[string]any{"from": from, "to": to, "number": number},
-	}}
-}
-
-func newLogger(name, printed string, interval, replicas int64) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1",
-		"kind":       "Logger",
-		"metadata":   map[string]any{"name": name},
-		"spec":       map[string]any{"name": printed, "timeInterval": interval, "replicas": replicas},
-	}}
-}
+var (
+	newTicket = harness.NewTicket
+	newLogger = harness.NewLogger
+)
 
 // str reads a string field, "" when it is absent.
 func str(u *unstructured.Unstructured, path ...string) string {

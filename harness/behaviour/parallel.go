@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -57,15 +58,19 @@ func parallelFeature(s Stage) features.Feature {
 			f = newFixture(t, cfg, s, "parallel")
 			p = newAPIProxy(t, operatorIdentity(t, f))
 			p.slow, p.slowBy = isTicketWrite, ticketWriteLatency
-			f.kubeconfig = p.kubeconfig
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			return ctx
 		}).
 		Assess(fmt.Sprintf("%d tickets created at once are all booked", parallelTickets), func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			createAll(t, f, tickets)
+			objs := make([]object, len(tickets))
+			for i, tk := range tickets {
+				objs[i] = object{ticketGVR, tk.object()}
+			}
+			createAll(t, f, objs)
 			created = time.Now()
 			harness.Eventually(t, 3*converge, fmt.Sprintf("all %d tickets booked", parallelTickets), func(ctx context.Context) (bool, string, error) {
-				list, err := f.c.Dynamic.Resource(ticketGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
+				list, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, "", err
 				}
@@ -99,24 +104,26 @@ func isTicketWrite(r *http.Request) bool {
 	return (r.Method == http.MethodPut || r.Method == http.MethodPatch) && strings.Contains(r.URL.Path, "/flighttickets/")
 }
 
-// createAll creates the tickets from several goroutines, so that they arrive
-// together, as `kubectl apply -f` of a big folder would make them.
-func createAll(t *testing.T, f *fixture, tickets []ticket) {
+// createAll creates objects from several goroutines, so that they arrive
+// together, as `kubectl apply -f` of a big folder would make them. The
+// errors come back to the test's goroutine: t.Fatal must not be called off
+// it.
+func createAll(t *testing.T, f *fixture, objs []object) {
 	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, len(tickets))
-	work := make(chan ticket)
+	errs := make(chan error, len(objs))
+	work := make(chan object)
 	for range 10 {
 		wg.Go(func() {
-			for tk := range work {
-				if _, err := f.c.Dynamic.Resource(ticketGVR).Namespace(f.ns).Create(context.Background(), tk.object(), metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("creating ticket %s: %w", tk.name, err)
+			for o := range work {
+				if err := f.TryCreate(o.gvr, o.u); err != nil {
+					errs <- err
 				}
 			}
 		})
 	}
-	for _, tk := range tickets {
-		work <- tk
+	for _, o := range objs {
+		work <- o
 	}
 	close(work)
 	wg.Wait()
@@ -127,4 +134,10 @@ func createAll(t *testing.T, f *fixture, tickets []ticket) {
 	if t.Failed() {
 		t.FailNow()
 	}
+}
+
+// object is an object to create and its resource.
+type object struct {
+	gvr schema.GroupVersionResource
+	u   *unstructured.Unstructured
 }

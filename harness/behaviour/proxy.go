@@ -163,7 +163,7 @@ func operatorIdentity(t *testing.T, f *fixture) *rest.Config {
 		}
 	}
 	if path == "" {
-		return f.c.Config
+		return f.C.Config
 	}
 	f.stage.Args = others
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)

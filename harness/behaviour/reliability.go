@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -21,7 +24,7 @@ import (
 	"github.com/operator-flow/operator-flow/harness"
 )
 
-// Reliability runs the failure scenarios of issue 7 against a stage: the
+// Reliability runs the failure scenarios of docs/reliability.md against a stage: the
 // operator killed mid-batch, the API server and etcd restarted under it, a
 // poison object among healthy ones, and a conflict storm. scale is how many
 // tickets and Loggers the batch scenario creates (30 in `make test`, 300 in
@@ -43,34 +46,63 @@ func Reliability(t *testing.T, s Stage, scale int) {
 // and three quarters of the way), each time replaced by a fresh process. A
 // crash loses whatever was in memory (queues, caches), so this proves that
 // everything the operator needs is in the cluster, and that redoing work is
-// harmless: in the end each Logger has exactly one Deployment.
+// harmless: in the end each Logger has exactly one Deployment, and for an
+// operator with seat holds (stage 06) each ticket has exactly one hold with
+// its seats, its finalizer, and at most one Booked Event.
+//
+// A kill proves nothing once the batch has converged, so the operator talks
+// to the API server through the test's proxy, which holds each of its writes
+// for killWriteDelay: the batch then takes seconds on any machine, and each
+// kill is checked to have landed while objects were still pending, after
+// the process it killed had written something.
 func killedMidBatch(s Stage, scale int) features.Feature {
-	var f *fixture
+	var (
+		f *fixture
+		p *apiProxy
+	)
 	return features.New(fmt.Sprintf("killed 3 times while %d tickets and %d Loggers converge", scale, scale)).
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "kill")
+			p = newAPIProxy(t, operatorIdentity(t, f))
+			p.slow = func(r *http.Request) bool { return isWrite(r.Method) }
+			p.slowBy = killWriteDelay
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			return ctx
 		}).
-		Assess("every object converges, and every Logger has exactly one Deployment", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			var wg sync.WaitGroup
+		Assess("every kill lands mid-batch, and every object converges exactly once", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			batch := []object{}
 			for i := 0; i < scale; i++ {
-				wg.Add(2)
-				go func() {
-					defer wg.Done()
-					f.create(t, ticketGVR, newTicket(fmt.Sprintf("t-%03d", i), "Oslo", "Bergen", int64(1+i%10)))
-				}()
-				go func() { defer wg.Done(); f.create(t, loggerGVR, newLogger(fmt.Sprintf("l-%03d", i), "batch", 5, 1)) }()
+				batch = append(batch,
+					object{ticketGVR, newTicket(fmt.Sprintf("t-%03d", i), "Oslo", "Bergen", int64(1+i%10))},
+					object{loggerGVR, newLogger(fmt.Sprintf("l-%03d", i), "batch", 5, 1)})
 			}
-			wg.Wait()
+			createAll(t, f, batch)
+			started, last := time.Now(), 0
 			for k := 1; k <= 3; k++ {
-				target := k * 2 * scale / 4
-				harness.Eventually(t, 2*converge, fmt.Sprintf("%d of %d objects converged", target, 2*scale), func(ctx context.Context) (bool, string, error) {
+				target := max(k*2*scale/4, last+1)
+				harness.Eventually(t, 2*converge, fmt.Sprintf("%d of %d objects converged, with a write by operator %d", target, 2*scale, k), func(ctx context.Context) (bool, string, error) {
 					done, err := f.progress(ctx, scale)
-					return done >= target, fmt.Sprintf("%d converged", done), err
+					wrote := len(p.requests(succeededWrite(started)))
+					return done >= target && wrote > 0, fmt.Sprintf("%d converged; operator %d made %d writes", done, k, wrote), err
 				})
 				f.op.Kill()
-				t.Logf("SIGKILLed the operator after %d of %d objects converged; starting a new one", target, 2*scale)
+				// Counted after the kill: the count only grows, so fewer
+				// than all converged now means fewer at the kill.
+				done, err := f.progress(ctx, scale)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wrote := len(p.requests(succeededWrite(started)))
+				t.Logf("SIGKILLed operator %d with %d of %d objects converged (%d more than at the kill before; it made %d accepted writes); starting a new one", k, done, 2*scale, done-last, wrote)
+				if done >= 2*scale {
+					t.Errorf("kill %d landed after every object had converged: it proves nothing. The proxy holds each write %v; raise killWriteDelay", k, killWriteDelay)
+				}
+				if wrote == 0 || done <= last {
+					t.Errorf("operator %d made %d writes and moved the batch from %d to %d converged before it was killed: it did no work", k, wrote, last, done)
+				}
+				last = done
+				started = time.Now()
 				f.start(t)
 			}
 			harness.Eventually(t, 3*converge, "every object converged", func(ctx context.Context) (bool, string, error) {
@@ -81,7 +113,7 @@ func killedMidBatch(s Stage, scale int) features.Feature {
 				avail, err := f.countLoggers(ctx, stateAvailable)
 				return avail == scale, fmt.Sprintf("%d of %d Available", avail, scale), err
 			})
-			deps, err := f.c.Kube.AppsV1().Deployments(f.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=logger"})
+			deps, err := f.C.Kube.AppsV1().Deployments(f.NS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=logger"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,15 +124,175 @@ func killedMidBatch(s Stage, scale int) features.Feature {
 			if len(deps.Items) != scale || len(perLogger) != scale {
 				t.Errorf("%d Deployments for %d Loggers (%d distinct), want exactly one each", len(deps.Items), scale, len(perLogger))
 			}
+			if s.TicketFinalizer {
+				f.checkSeatHolds(t, scale)
+				f.checkBookedEvents(t, scale)
+			}
+			return ctx
+		}).
+		Assess("deleting everything leaves no seat hold behind", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if !s.TicketFinalizer {
+				return ctx
+			}
+			// The last operator ended with the step before (an operator
+			// lives as long as the step that started it).
+			f.start(t)
+			for _, gvr := range []schema.GroupVersionResource{ticketGVR, loggerGVR} {
+				if err := f.C.Dynamic.Resource(gvr).Namespace(f.NS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+					t.Fatalf("deleting every %s: %v", gvr.Resource, err)
+				}
+			}
+			harness.Eventually(t, 2*converge, "every ticket released and every seat hold gone", func(ctx context.Context) (bool, string, error) {
+				tickets, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				holds, err := f.seatHolds(ctx)
+				if err != nil {
+					return false, "", err
+				}
+				return len(tickets.Items) == 0 && len(holds) == 0, fmt.Sprintf("%d tickets, %d seat holds left", len(tickets.Items), len(holds)), nil
+			})
 			return ctx
 		}).Feature()
+}
+
+// killWriteDelay is how long the proxy holds each write of the operator in
+// killedMidBatch. With two workers per kind and one to three writes per
+// object, 30 tickets and 30 Loggers then take several seconds, so a kill
+// lands mid-batch even when the API server answers in a millisecond.
+const killWriteDelay = 100 * time.Millisecond
+
+// isWrite: the HTTP methods that change objects.
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// succeededWrite matches the writes the API server accepted that were sent
+// after since.
+func succeededWrite(since time.Time) func(proxiedRequest) bool {
+	return func(r proxiedRequest) bool {
+		return isWrite(r.method) && r.status >= 200 && r.status < 300 && !r.start.Before(since)
+	}
+}
+
+// seatHolds lists stage 06's seat holds: ConfigMaps in the ledger namespace,
+// which is the operator's --namespace unless --ledger-namespace says other.
+func (f *fixture) seatHolds(ctx context.Context) ([]corev1.ConfigMap, error) {
+	list, err := f.C.Kube.CoreV1().ConfigMaps(f.NS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=seat-hold"})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// checkSeatHolds: after the kills, every ticket carries the finalizer and
+// exactly one seat hold with its seats, and no hold belongs to no ticket.
+// A hold is named after its ticket, so a second apply of the same booking
+// changes the hold instead of adding one; what this catches is a lost hold,
+// wrong seats, or a hold left behind.
+func (f *fixture) checkSeatHolds(t *testing.T, scale int) {
+	t.Helper()
+	ctx := context.Background()
+	tickets, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds, err := f.seatHolds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perTicket := map[string][]corev1.ConfigMap{}
+	for _, h := range holds {
+		perTicket[h.Data["ticket"]] = append(perTicket[h.Data["ticket"]], h)
+	}
+	for _, u := range tickets.Items {
+		key := f.NS + "/" + u.GetName()
+		n, _, _ := unstructured.NestedInt64(u.Object, "spec", "number")
+		if !slices.Contains(u.GetFinalizers(), ticketFinalizer) {
+			t.Errorf("ticket %s has finalizers %v, want %s", key, u.GetFinalizers(), ticketFinalizer)
+		}
+		switch hs := perTicket[key]; {
+		case len(hs) != 1:
+			t.Errorf("ticket %s has %d seat holds, want exactly 1", key, len(hs))
+		case hs[0].Data["seats"] != strconv.FormatInt(n, 10):
+			t.Errorf("the seat hold %s of ticket %s holds %q seats, want %d", hs[0].Name, key, hs[0].Data["seats"], n)
+		}
+		delete(perTicket, key)
+	}
+	for key, hs := range perTicket {
+		t.Errorf("%d seat holds for %s, which is no ticket", len(hs), key)
+	}
+	t.Logf("%d tickets, %d seat holds, each ticket with its finalizer and one hold", len(tickets.Items), len(holds))
+	if len(tickets.Items) != scale {
+		t.Errorf("%d tickets, want %d", len(tickets.Items), scale)
+	}
+}
+
+// checkBookedEvents: a ticket's spec never changes here (generation 1), so
+// it is booked once, and records at most one Booked Event. At most, not
+// exactly: the operator records the Event after it writes the status, and
+// the Event goes out from a buffer in the background, so a SIGKILL between
+// the two loses it, and the next process finds the ticket booked and records
+// nothing. A second Booked Event for the same ticket means a second booking.
+// Every ticket the last process booked (it logged "booked") must have its
+// Event: that process is still running, and nothing stops it sending it.
+func (f *fixture) checkBookedEvents(t *testing.T, scale int) {
+	t.Helper()
+	var booked map[string]int32
+	lastBooked := 0
+	harness.Eventually(t, converge, "a Booked Event for every ticket the running operator booked", func(ctx context.Context) (bool, string, error) {
+		events, err := f.C.Kube.EventsV1().Events(f.NS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		booked = map[string]int32{}
+		for _, e := range events.Items {
+			if e.Reason == phaseBooked && e.Regarding.Kind == "FlightTicket" {
+				// A repeat within one process is sent as a series on
+				// the first Event, with the count of occurrences.
+				booked[e.Regarding.Name] += max(1, seriesCount(&e))
+			}
+		}
+		missing := []string{}
+		lastBooked = 0
+		for i := 0; i < scale; i++ {
+			name := fmt.Sprintf("t-%03d", i)
+			if f.op.CountLog("booked", fmt.Sprintf("%q", name)) > 0 {
+				lastBooked++
+				if booked[name] == 0 {
+					missing = append(missing, name)
+				}
+			}
+		}
+		return len(missing) == 0, fmt.Sprintf("no Booked Event for %v", missing), nil
+	})
+	total := 0
+	for name, n := range booked {
+		total += int(n)
+		if n > 1 {
+			t.Errorf("ticket %s was booked %d times (Booked Events), want at most once", name, n)
+		}
+	}
+	t.Logf("%d Booked Events for %d tickets; the last operator booked %d, the other %d were booked by killed processes, which may lose an Event", total, scale, lastBooked, scale-lastBooked)
+}
+
+func seriesCount(e *eventsv1.Event) int32 {
+	if e.Series == nil {
+		return 0
+	}
+	return e.Series.Count
 }
 
 // progress counts tickets booked with the message their spec asks for, plus
 // Loggers whose Deployment exists with the replicas and interval they ask for.
 func (f *fixture) progress(ctx context.Context, scale int) (int, error) {
 	done := 0
-	tickets, err := f.c.Dynamic.Resource(ticketGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
+	tickets, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -110,7 +302,7 @@ func (f *fixture) progress(ctx context.Context, scale int) (int, error) {
 			done++
 		}
 	}
-	deps, err := f.c.Kube.AppsV1().Deployments(f.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=logger"})
+	deps, err := f.C.Kube.AppsV1().Deployments(f.NS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=logger"})
 	if err != nil {
 		return 0, err
 	}
@@ -124,7 +316,7 @@ func (f *fixture) progress(ctx context.Context, scale int) (int, error) {
 }
 
 func (f *fixture) countLoggers(ctx context.Context, state string) (int, error) {
-	loggers, err := f.c.Dynamic.Resource(loggerGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
+	loggers, err := f.C.Dynamic.Resource(loggerGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -147,7 +339,7 @@ func restarted(s Stage, component string) features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "restart")
 			f.start(t)
-			f.create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
+			f.Create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
 			f.waitTicketBooked(t, "before", "Oslo", "Bergen", 1)
 			return ctx
 		}).
@@ -155,8 +347,8 @@ func restarted(s Stage, component string) features.Feature {
 			op := f.op
 			harness.RestartComponent(t, component, nil)
 			f.waitAPIServerReady(t, component)
-			f.create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 2))
-			f.create(t, loggerGVR, newLogger("after", "after-restart", 5, 1))
+			f.Create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 2))
+			f.Create(t, loggerGVR, newLogger("after", "after-restart", 5, 1))
 			f.waitTicketBooked(t, "after", "Oslo", "Bergen", 2)
 			f.waitAvailableAfterRestart(t, "after")
 			f.waitLoggerState(t, "after", stateAvailable)
@@ -172,7 +364,7 @@ func restarted(s Stage, component string) features.Feature {
 func (f *fixture) waitAPIServerReady(t *testing.T, component string) {
 	t.Helper()
 	harness.Eventually(t, converge, "the API server to answer /readyz again", func(ctx context.Context) (bool, string, error) {
-		_, err := f.c.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		_, err := f.C.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err == nil {
 			return true, "", nil
 		}
@@ -193,7 +385,7 @@ func (f *fixture) waitAvailableAfterRestart(t *testing.T, logger string) {
 	name := deploymentName(logger)
 	start := time.Now()
 	harness.Eventually(t, 2*converge, "Deployment "+name+" to be Available (the cluster's controllers recovering from the restart)", func(ctx context.Context) (bool, string, error) {
-		d, err := f.deployment(ctx, name)
+		d, err := f.Deployment(ctx, name)
 		if err != nil || d == nil {
 			return false, "no Deployment: the operator has not created it", err
 		}
@@ -222,23 +414,23 @@ func poisonObject(s Stage) features.Feature {
 	return features.New("a poison object backs off while the others converge").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "poison")
-			policy += f.ns
+			policy += f.NS
 			denyPoison(ctx, t, f, policy)
-			p = newAPIProxy(t, f.c.Config)
-			f.kubeconfig = p.kubeconfig
+			p = newAPIProxy(t, f.C.Config)
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			return ctx
 		}).
 		Assess("healthy objects converge while the poison Logger keeps failing", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			f.create(t, loggerGVR, newLogger("poison", "never", 5, 1))
+			f.Create(t, loggerGVR, newLogger("poison", "never", 5, 1))
 			harness.Eventually(t, converge, "the first refused create of the poison Deployment", func(context.Context) (bool, string, error) {
 				n := len(p.requests(poisonCreate))
 				return n > 0, fmt.Sprintf("%d refused", n), nil
 			})
 			for i := 0; i < 10; i++ {
-				f.create(t, ticketGVR, newTicket(fmt.Sprintf("healthy-%d", i), "Oslo", "Bergen", int64(1+i)))
+				f.Create(t, ticketGVR, newTicket(fmt.Sprintf("healthy-%d", i), "Oslo", "Bergen", int64(1+i)))
 			}
-			f.create(t, loggerGVR, newLogger("healthy", "healthy", 5, 1))
+			f.Create(t, loggerGVR, newLogger("healthy", "healthy", 5, 1))
 			start := time.Now()
 			for i := 0; i < 10; i++ {
 				f.waitTicketBooked(t, fmt.Sprintf("healthy-%d", i), "Oslo", "Bergen", int64(1+i))
@@ -255,14 +447,34 @@ func poisonObject(s Stage) features.Feature {
 			attempts := p.requests(poisonCreate)
 			gaps := intervals(attempts)
 			t.Logf("gaps between the poison Deployment's refused creates: %s", formatDurations(gaps))
-			if early, late := mean(gaps[:3]), mean(gaps[len(gaps)-3:]); late < 4*early {
-				t.Errorf("the waits do not grow (first three average %v, last three %v): a hot loop, not backoff", early, late)
+			if early, late := median3(gaps[:3]), median3(gaps[len(gaps)-3:]); late < 4*early {
+				t.Errorf("the waits do not grow (the first three's median %v, the last three's %v): a hot loop, not backoff", early, late)
 			}
 			// A hot loop sends hundreds of requests a second; backoff spends
 			// a handful in the time these 8 took.
 			if rate := float64(len(attempts)) / attempts[len(attempts)-1].start.Sub(attempts[0].start).Seconds(); rate > 20 {
 				t.Errorf("%.0f attempts per second on the poison object: that is a hot loop", rate)
 			}
+			return ctx
+		}).
+		Assess("the poison Logger says it is Degraded", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			if !s.Conditions {
+				return ctx
+			}
+			harness.Eventually(t, converge, "Logger poison to have condition Degraded=True", func(ctx context.Context) (bool, string, error) {
+				u, err := f.Get(ctx, loggerGVR, "poison")
+				if err != nil || u == nil {
+					return false, "no Logger", err
+				}
+				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+				for _, c := range conds {
+					m, _ := c.(map[string]any)
+					if m["type"] == "Degraded" {
+						return m["status"] == "True", fmt.Sprintf("Degraded=%v (%v): %v", m["status"], m["reason"], m["message"]), nil
+					}
+				}
+				return false, "no Degraded condition", nil
+			})
 			return ctx
 		}).Feature()
 }
@@ -271,7 +483,7 @@ func poisonObject(s Stage) features.Feature {
 // named logger-poison in the fixture's namespace, and removes it afterwards.
 func denyPoison(ctx context.Context, t *testing.T, f *fixture, name string) {
 	t.Helper()
-	adm := f.c.Kube.AdmissionregistrationV1()
+	adm := f.C.Kube.AdmissionregistrationV1()
 	fail := admissionregistrationv1.Deny
 	_, err := adm.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -300,7 +512,7 @@ func denyPoison(ctx context.Context, t *testing.T, f *fixture, name string) {
 			PolicyName:        name,
 			ValidationActions: []admissionregistrationv1.ValidationAction{fail},
 			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": f.ns}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": f.NS}},
 			},
 		},
 	}, metav1.CreateOptions{})
@@ -319,56 +531,88 @@ func denyPoison(ctx context.Context, t *testing.T, f *fixture, name string) {
 		}}
 		d.Spec.Template.Labels = map[string]string{"a": "b"}
 		d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
-		_, err := f.c.Kube.AppsV1().Deployments(f.ns).Create(ctx, d, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := f.C.Kube.AppsV1().Deployments(f.NS).Create(ctx, d, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "forbidden by the e2e"), fmt.Sprint(err), nil
 	})
 }
 
 // conflictStorm: a second writer keeps changing one Logger's labels and spec
-// while the operator reconciles it. Every write the operator makes to the
-// Logger may hit 409 Conflict (its copy is stale); it must retry, converge to
-// the writer's last spec, and not spend an unbounded number of requests.
+// while the operator reconciles it. The Logger is created as the storm
+// begins, so the operator writes its status during the storm, and the proxy
+// holds each of its writes to the Logger for stormWriteDelay, so that the
+// storm's patches land in between. A write that carries the resourceVersion
+// the operator read (stage 04's Update) is then answered 409 Conflict; the
+// operator must send it again until it succeeds, converge to the writer's
+// last spec, and not spend an unbounded number of requests. Stages 05 and 06
+// write status with a merge patch without a resourceVersion, which cannot
+// conflict: for them this proves convergence and the budget only.
 func conflictStorm(s Stage) features.Feature {
 	var (
 		f *fixture
 		p *apiProxy
 	)
-	const writes = 40
+	const writes, maxWrites = 40, 400
+	toStorm := func(method, path string) bool {
+		return isWrite(method) && (strings.HasSuffix(path, "/loggers/storm") || strings.HasSuffix(path, "/loggers/storm/status"))
+	}
 	return features.New("a conflict storm on one Logger").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "storm")
-			p = newAPIProxy(t, f.c.Config)
-			f.kubeconfig = p.kubeconfig
+			p = newAPIProxy(t, operatorIdentity(t, f))
+			p.slow = func(r *http.Request) bool { return toStorm(r.Method, r.URL.Path) }
+			p.slowBy = stormWriteDelay
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
-			f.create(t, loggerGVR, newLogger("storm", "storm", 5, 1))
-			f.waitLoggerState(t, "storm", stateAvailable)
 			return ctx
 		}).
-		Assess("the operator converges to the last spec within a bounded number of requests", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			before := len(p.requests(func(proxiedRequest) bool { return true }))
-			for i := 1; i <= writes; i++ {
+		Assess("the operator retries every 409 and converges to the last spec within a bounded number of requests", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			before := time.Now()
+			conflicted := func(r proxiedRequest) bool { return r.status == http.StatusConflict && !r.start.Before(before) }
+			f.Create(t, loggerGVR, newLogger("storm", "storm", 5, 1))
+			// At least `writes` patches; for a stage whose writes can
+			// conflict, more until the operator has met its first 409.
+			i := 0
+			for i < maxWrites && (i < writes || (s.StaleWritesConflict && len(p.requests(conflicted)) == 0)) {
+				i++
 				patch := fmt.Sprintf(`{"metadata":{"labels":{"storm":"%d"}},"spec":{"replicas":%d,"timeInterval":%d}}`, i, 1+i%3, 5+i)
-				if _, err := f.c.Dynamic.Resource(loggerGVR).Namespace(f.ns).Patch(ctx, "storm", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				if _, err := f.C.Dynamic.Resource(loggerGVR).Namespace(f.NS).Patch(ctx, "storm", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 					t.Fatalf("storm write %d: %v", i, err)
 				}
 			}
-			want := wantDeployment{logger: "storm", printed: "storm", interval: 5 + writes, replicas: 1 + writes%3, image: defaultImage}
+			want := wantDeployment{logger: "storm", printed: "storm", interval: int64(5 + i), replicas: int32(1 + i%3), image: defaultImage}
 			f.waitDeployment(t, deploymentName("storm"), func(d *appsv1.Deployment) (bool, string) {
 				p := want.problems(d)
 				return len(p) == 0, strings.Join(p, "; ")
 			})
 			f.waitLoggerState(t, "storm", stateAvailable)
-			spent := len(p.requests(func(proxiedRequest) bool { return true })) - before
-			conflicts := len(p.requests(func(r proxiedRequest) bool { return r.status == http.StatusConflict }))
-			t.Logf("%d storm writes cost the operator %d requests, %d of them answered 409 Conflict", writes, spent, conflicts)
+			all := p.requests(func(r proxiedRequest) bool { return !r.start.Before(before) })
+			conflicts := p.requests(conflicted)
+			t.Logf("%d storm writes cost the operator %d requests, %d of them answered 409 Conflict", i, len(all), len(conflicts))
+			if s.StaleWritesConflict && len(conflicts) == 0 {
+				t.Errorf("%d storm writes landed while the operator's writes to the Logger were held %v, and none was answered 409 Conflict: the operator does not write with the resourceVersion it read", i, stormWriteDelay)
+			}
+			// Every 409 is followed by the same write, accepted.
+			for _, c := range conflicts {
+				retried := slices.ContainsFunc(all, func(r proxiedRequest) bool {
+					return r.start.After(c.start) && r.method == c.method && r.path == c.path && r.status >= 200 && r.status < 300
+				})
+				if !retried {
+					t.Errorf("%s %s was answered 409 Conflict at %s and never sent again successfully", c.method, c.path, c.start.Format("15:04:05.000"))
+				}
+			}
 			// Each storm write may cost a reconcile: a read-free Deployment
 			// update and a status write, plus retries of conflicts. Ten per
 			// write is generous; a hot loop on conflicts spends thousands.
-			if spent > 10*writes {
-				t.Errorf("the operator spent %d requests on %d writes; want at most %d", spent, writes, 10*writes)
+			if len(all) > 10*i {
+				t.Errorf("the operator spent %d requests on %d writes; want at most %d", len(all), i, 10*i)
 			}
 			return ctx
 		}).Feature()
 }
+
+// stormWriteDelay is how long the proxy holds each of the operator's writes
+// to the storm's Logger: long enough for several storm patches to land in
+// between, which makes the write's resourceVersion stale.
+const stormWriteDelay = 300 * time.Millisecond
 
 func ptrTo[T any](v T) *T { return &v }

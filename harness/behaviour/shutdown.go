@@ -45,9 +45,9 @@ func gracefulShutdown(s Stage) features.Feature {
 			p = newAPIProxy(t, operatorIdentity(t, f))
 			// Longer than any test: in effect, until the operator gives up.
 			p.slow, p.slowBy = isTicketWrite, time.Hour
-			f.kubeconfig = p.kubeconfig
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
-			f.create(t, ticketGVR, newTicket("stuck", "Oslo", "Bergen", 1))
+			f.Create(t, ticketGVR, newTicket("stuck", "Oslo", "Bergen", 1))
 			harness.Eventually(t, converge, "a write to ticket stuck to be held", func(context.Context) (bool, string, error) {
 				return p.mostInFlight() > 0, "no write to stuck yet", nil
 			})
@@ -69,7 +69,7 @@ func gracefulShutdown(s Stage) features.Feature {
 			if _, complete := apicount.ParseSummary(f.op.Log()); !complete {
 				t.Error("no complete API request summary at exit")
 			}
-			u, err := f.get(ctx, ticketGVR, "stuck")
+			u, err := f.Get(ctx, ticketGVR, "stuck")
 			if err != nil || u == nil {
 				t.Fatalf("reading ticket stuck: %v (found: %v)", err, u != nil)
 			}

@@ -38,4 +38,19 @@ type Stage struct {
 	// deletes its tickets with an operator running before its namespace is
 	// deleted, which could otherwise never finish (ReleaseTicketsAtCleanup).
 	TicketFinalizer bool
+	// StaleWritesConflict: the operator writes a Logger's status with an
+	// Update that carries the resourceVersion it read (stage 04, where the
+	// status is part of the object), so a write from a stale copy is
+	// answered 409 Conflict, and must be sent again. Stages 05 and 06 send
+	// a merge patch without a resourceVersion, which the API server applies
+	// to whatever is stored: it cannot conflict.
+	StaleWritesConflict bool
+	// Conditions: the operator reports status conditions (stage 06): a
+	// Logger whose Deployment the API server keeps refusing is Degraded.
+	Conditions bool
+	// NothingForbidden: the operator runs with only the roles it needs
+	// (TestLeastPrivilege), so a request refused with 403 Forbidden means a
+	// missing rule. Every operator the suite starts must then log no
+	// "forbidden".
+	NothingForbidden bool
 }

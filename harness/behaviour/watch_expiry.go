@@ -47,16 +47,16 @@ func watchExpired(s Stage) features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "expiry")
 			p = newAPIProxy(t, operatorIdentity(t, f))
-			f.kubeconfig = p.kubeconfig
+			f.Kubeconfig = p.kubeconfig
 			f.start(t)
-			f.create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
+			f.Create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
 			f.waitTicketBooked(t, "before", "Oslo", "Bergen", 1)
 			return ctx
 		}).
 		Assess("410 Gone is answered, and the ticket created while away is booked", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			p.disconnect()
 			// The test's own client does not go through the proxy.
-			f.create(t, ticketGVR, newTicket("while-away", "Oslo", "Bergen", 2))
+			f.Create(t, ticketGVR, newTicket("while-away", "Oslo", "Bergen", 2))
 			harness.RestartComponent(t, "kube-apiserver", nil)
 			f.waitAPIServerReady(t, "kube-apiserver")
 			p.reconnect()
@@ -89,8 +89,8 @@ func watchExpired(s Stage) features.Feature {
 					return n > 0, "no watch answered 200 since the reconnect", nil
 				})
 			}
-			f.create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 3))
-			f.create(t, loggerGVR, newLogger("after", "after-expiry", 5, 1))
+			f.Create(t, ticketGVR, newTicket("after", "Oslo", "Bergen", 3))
+			f.Create(t, loggerGVR, newLogger("after", "after-expiry", 5, 1))
 			f.waitTicketBooked(t, "after", "Oslo", "Bergen", 3)
 			f.waitAvailableAfterRestart(t, "after")
 			f.waitLoggerState(t, "after", stateAvailable)

@@ -1,4 +1,4 @@
-// Package e2e runs the failure scenarios (issue 7) against every stage from
+// Package e2e runs the failure scenarios (docs/reliability.md) against every stage from
 // 04 on: operator killed mid-batch, API server and etcd restarted, a poison
 // object, a conflict storm; and the watch-expiry scenario against every
 // stage from 02 on. It always runs on a kwok cluster of its own
@@ -35,11 +35,11 @@ var noEndpoints = []string{"--metrics-bind-address=0", "--health-probe-bind-addr
 
 // The stages that must survive every scenario, with the CRDs they run with.
 var stages = []stageRun{
-	{"04-workqueue", "01-crd-yaml/crds", behaviour.Stage{Package: "./04-workqueue"}},
+	{"04-workqueue", "01-crd-yaml/crds", behaviour.Stage{Package: "./04-workqueue", StaleWritesConflict: true}},
 	{"05-controller-runtime", "05-controller-runtime/config/crd", behaviour.Stage{Package: "./05-controller-runtime", Args: noEndpoints}},
 	// Stage 06's tickets carry a finalizer: the suite has an operator
 	// release them before a scenario's namespace is deleted.
-	{"06-status-and-owners", "06-status-and-owners/config/crd", behaviour.Stage{Package: "./06-status-and-owners", Args: noEndpoints, TicketFinalizer: true}},
+	{"06-status-and-owners", "06-status-and-owners/config/crd", behaviour.Stage{Package: "./06-status-and-owners", Args: noEndpoints, TicketFinalizer: true, Conditions: true}},
 }
 
 // Watch expiry is the one scenario stages 02 and 03 must survive too: 02
