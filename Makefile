@@ -125,11 +125,12 @@ diff-%: ## what stage N changes in stage N-1 (generated code left out).
 	@labs/diff.sh $*
 
 .PHONY: exercise-%
-exercise-%: ## copy stage N-1 into workspace/, where you turn it into stage N.
+exercise-%: ## write workspace/<stage N>: stage N with its concept's functions cut out, for you to write.
 	@labs/exercise.sh $*
 
 .PHONY: check-%
-check-%: tools ## run stage N's e2e tests against your workspace/ copy and say what works.
+check-%: tools ## stop the lab operator, run stage N's e2e tests against your workspace/ copy, say what works.
+	@labs/lab.sh stop
 	@cluster/with-cluster.sh go run ./labs/check $*
 
 .PHONY: lab-stop
