@@ -119,3 +119,57 @@ func TestInvalidObjectCount(t *testing.T) {
 		}
 	}
 }
+
+// The instructors' plans give each lab and exercise the time its lab gives
+// it, and every row starts when the one before ends.
+func TestInstructorPlans(t *testing.T) {
+	labTime := regexp.MustCompile(`(?m)^Time: (\d+) minutes, plus (\d+) for the exercise\.`)
+	lab, exercise := map[string]string{}, map[string]string{}
+	labs, _ := filepath.Glob("0[1-6]-*.md")
+	if len(labs) != 6 {
+		t.Fatalf("labs: %v", labs)
+	}
+	for _, f := range labs {
+		m := labTime.FindStringSubmatch(read(t, "labs/"+f))
+		if m == nil {
+			t.Errorf("labs/%s has no line %q", f, "Time: N minutes, plus M for the exercise.")
+			continue
+		}
+		n := strings.TrimLeft(f[:2], "0")
+		lab[n], exercise[n] = m[1], m[2]
+	}
+	doc := read(t, "docs/instructors.md")
+	row := regexp.MustCompile(`(?m)^\| (\d+):(\d\d) \| (.*) \|$`)
+	part := regexp.MustCompile(`(lab|exercise) (\d) \((\d+) min\)|\((\d+) min\)`)
+	plans := strings.Split(doc, "\n**")[1:]
+	if len(plans) < 2 {
+		t.Fatal("docs/instructors.md: no half-day and full-day plans found")
+	}
+	for _, plan := range plans {
+		title, _, _ := strings.Cut(plan, "\n")
+		next := -1 // when the previous row ends, in minutes
+		for _, m := range row.FindAllStringSubmatch(plan, -1) {
+			var h, min int
+			fmt.Sscan(m[1], &h)
+			fmt.Sscan(m[2], &min)
+			start := 60*h + min
+			if next >= 0 && start != next {
+				t.Errorf("docs/instructors.md, %s: the row at %s:%s starts at minute %d, but the row before ends at minute %d", title, m[1], m[2], start, next)
+			}
+			next = start
+			for _, p := range part.FindAllStringSubmatch(m[3], -1) {
+				minutes := p[3] + p[4]
+				var d int
+				fmt.Sscan(minutes, &d)
+				next += d
+				want := map[string]map[string]string{"lab": lab, "exercise": exercise}[p[1]]
+				if want != nil && want[p[2]] != minutes {
+					t.Errorf("docs/instructors.md, %s: %s %s takes %s min; its lab says %s", title, p[1], p[2], minutes, want[p[2]])
+				}
+			}
+		}
+		if next < 0 {
+			t.Errorf("docs/instructors.md, %s: no timed rows", title)
+		}
+	}
+}
