@@ -173,3 +173,11 @@ func TestInstructorPlans(t *testing.T) {
 		}
 	}
 }
+
+// The README is the course's front page: what it teaches and where to
+// start. Benchmarks and reference tables live in their own documents.
+func TestReadmeIsAFrontPage(t *testing.T) {
+	if n := len(read(t, "README.md")); n > 10*1024 {
+		t.Errorf("README.md has %d bytes; keep it a course page of at most 10 KB and move reference material to docs/ or bench/", n)
+	}
+}
