@@ -125,12 +125,14 @@ diff-%: ## what stage N changes in stage N-1: stage names normalised, generated 
 	@labs/diff.sh $*
 
 .PHONY: exercise-%
-exercise-%: ## copy stage N-1 into workspace/, where you turn it into stage N.
+exercise-%: ## write workspace/<stage N>: stage N with its concept's functions cut out, for you to write.
 	@labs/exercise.sh $*
 
 .PHONY: check-%
-check-%: tools ## run stage N's e2e tests against your workspace/ copy and say what works.
-	@cluster/with-cluster.sh go run ./labs/check $*
+check-%: tools ## stop the lab operator, run stage N's e2e tests against your workspace/ copy, say what works.
+	@labs/lab.sh stop
+	@mkdir -p .state && go build -o .state/check ./labs/check
+	@cluster/with-cluster.sh .state/check $*
 
 .PHONY: lab-stop
 lab-stop: ## Stop the operator that a lab started in the background.

@@ -72,8 +72,8 @@ func (o *operator) syncTicket(ctx context.Context, namespace, name string) error
 
 // parseTicket reads the spec from the raw JSON. The CRD's schema makes the
 // fields present and typed, but the operator does not count on it: a field
-// of the wrong type (stored before the schema said otherwise, or written
-// with validation off) becomes an error naming the field, not a crash.
+// of the wrong type (stored before the schema said otherwise, or under
+// another version's schema) becomes an error naming the field, not a crash.
 func parseTicket(u *unstructured.Unstructured) (ticketSpec, error) {
 	var s ticketSpec
 	var err error

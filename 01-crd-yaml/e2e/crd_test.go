@@ -155,8 +155,9 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 					}
 					for _, dryRun := range [][]string{{metav1.DryRunAll}, nil} {
 						// Strict field validation is what kubectl asks for by
-						// default; without it unknown fields are dropped
-						// silently instead of rejected.
+						// default; without it the server's default, Warn,
+						// prunes unknown fields with a warning instead of
+						// rejecting them.
 						_, err := r.Create(ctx, o, metav1.CreateOptions{DryRun: dryRun, FieldValidation: "Strict"})
 						switch {
 						case err == nil:

@@ -1,9 +1,11 @@
-// Package e2e proves that `make check-N` tells right from wrong: stage N's
-// own operator must pass it, and stage N-1's (what a learner starts the
-// exercise from) must fail it, in words a learner understands.
+// Package e2e proves that `make check-N` tells right from wrong, for every
+// stage with an exercise: the starting point `make exercise-N` writes must
+// fail it, naming the concept's checks; stage N's own operator must pass it;
+// and a copy of stage N with one function of the concept cut out (one bug)
+// must fail it too.
 //
 // Each case runs only the tests of the concept stage N adds (CHECK_RUN), so
-// that the proof costs a minute, not a whole suite per stage.
+// that the proof costs a minute per stage, not a whole suite per copy.
 package e2e
 
 import (
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,31 +23,137 @@ import (
 func TestMain(m *testing.M) { harness.Main(m) }
 
 var cases = []struct {
-	stage       int
-	before, now string // the package a learner starts from, and the reference
-	run         string // the concept's tests, as a go test -run pattern
+	stage int
+	run   string // the concept's tests, as a go test -run pattern
+	fails string // what the FAIL line of such a test starts with
+	bug   string // the one function the buggy copy lacks
 }{
-	{3, "./02-raw-watch", "./03-informer-cache", "TestBehaviour/drift"},
-	{4, "./03-informer-cache", "./04-workqueue", "TestRetry"},
-	{6, "./05-controller-runtime", "./06-status-and-owners", "TestBehaviour"},
+	{2, "TestWatchResumesWhereItStopped", "WatchResumesWhereItStopped", "stream.receive"},
+	{3, "TestBehaviour/drift", "Behaviour / drift", "handler"},
+	{4, "TestRetryWithBackoff", "RetryWithBackoff", "controller.processNextWorkItem"},
+	{5, "TestBehaviour/drift", "Behaviour / drift", "handleObject"},
+	{6, "TestFinalizer$", "Finalizer", "FlightTicketReconciler.release"},
 }
 
 func TestCheckTellsRightFromWrong(t *testing.T) {
 	kubeconfig := harness.Env().EnvConf().KubeconfigFile()
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("check-%d", c.stage), func(t *testing.T) {
-			// Stage N-1 must fail: each of its failing waits is cut from a
-			// minute to 15 s, which changes no verdict.
-			out, err := check(t, c.stage, c.before, c.run, kubeconfig, "E2E_CONVERGE=15s")
-			if err == nil || !strings.Contains(out, "Not there yet") || !strings.Contains(out, "FAIL  ") {
-				t.Errorf("check-%d on %s (stage %d's starting point) must report failures; it said (err=%v):\n%s", c.stage, c.before, c.stage-1, err, out)
-			}
-			out, err = check(t, c.stage, c.now, c.run, kubeconfig)
-			if err != nil || !strings.Contains(out, "works: well done") {
-				t.Errorf("check-%d on %s (the reference) must pass; it said (err=%v):\n%s", c.stage, c.now, err, out)
+			stage := stageDir(t, c.stage)
+			// The copies go where a learner's do, under a name no stage
+			// has: go build finds their imports there, and go test ./...
+			// skips folders whose names start with "_".
+			start, made := exerciseCopy(t, c.stage, "_check-e2e/start-"+stage)
+			bug, _ := exerciseCopy(t, c.stage, "_check-e2e/bug-"+stage, "-only", c.bug)
+			lab := labExercise(t, c.stage)
+			learner := "workspace/" + stage // where make exercise-N writes
+			compareShown(t, lab, fmt.Sprintf("make exercise-%d", c.stage), strings.ReplaceAll(made, strings.TrimPrefix(start, "./"), learner))
+
+			// Each failing wait is cut from a minute to 15 s, which changes
+			// no verdict.
+			out, err := check(t, c.stage, start, c.run, kubeconfig, "E2E_CONVERGE=15s")
+			rejected(t, c.stage, "the starting point make exercise-"+fmt.Sprint(c.stage)+" writes", c.fails, out, err)
+			// The lab shows this run's output: the same lines, numbers aside.
+			compareShown(t, lab, fmt.Sprintf("CHECK_RUN=%s make check-%d", shellQuote(c.run), c.stage), strings.ReplaceAll(out, start, "./"+learner))
+
+			out, err = check(t, c.stage, bug, c.run, kubeconfig, "E2E_CONVERGE=15s")
+			rejected(t, c.stage, "stage "+stage+" without "+c.bug, c.fails, out, err)
+
+			out, err = check(t, c.stage, "./"+stage, c.run, kubeconfig)
+			if err != nil || !strings.Contains(out, "works: well done") || strings.Contains(out, "FAIL  ") {
+				t.Errorf("check-%d on ./%s (the reference) must pass; it said (err=%v):\n%s", c.stage, stage, err, out)
 			}
 		})
 	}
+}
+
+// rejected checks that check-N failed, said so, and named the concept's
+// checks among the failures.
+func rejected(t *testing.T, n int, what, fails, out string, err error) {
+	t.Helper()
+	if err == nil || !strings.Contains(out, "Not there yet") || strings.Contains(out, "well done") {
+		t.Errorf("check-%d on %s must fail; it said (err=%v):\n%s", n, what, err, out)
+	}
+	if !strings.Contains(out, "FAIL  "+fails) {
+		t.Errorf("check-%d on %s must name the failing check %q; it said:\n%s", n, what, fails, out)
+	}
+}
+
+// labExercise is the Exercise section of lab n.
+func labExercise(t *testing.T, n int) string {
+	t.Helper()
+	m, _ := filepath.Glob(harness.RepoPath("labs", fmt.Sprintf("%02d-*.md", n)))
+	if len(m) != 1 {
+		t.Fatalf("lab %d: files %v", n, m)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ex, ok := strings.Cut(string(b), "\n## Exercise\n")
+	if !ok {
+		t.Fatalf("%s has no Exercise section", m[0])
+	}
+	if end := strings.Index(ex, "\n## "); end >= 0 {
+		ex = ex[:end]
+	}
+	return ex
+}
+
+// compareShown finds "$ COMMAND" in a console block of the lab's Exercise
+// section and checks that every line shown under it ("..." aside) is a line
+// of what the command really printed, with numbers allowed to differ.
+func compareShown(t *testing.T, lab, command, real string) {
+	t.Helper()
+	var shown []string
+	in, found := false, false
+	for _, line := range strings.Split(lab, "\n") {
+		switch {
+		case line == "$ "+command:
+			in, found = true, true
+		case in && (strings.HasPrefix(line, "$ ") || strings.HasPrefix(line, "```")):
+			in = false
+		case in:
+			shown = append(shown, line)
+		}
+	}
+	if !found {
+		t.Errorf("the lab's Exercise section does not show \"$ %s\" in a console block", command)
+		return
+	}
+	if missing := missingLines(shown, strings.Split(real, "\n"), true); len(missing) > 0 {
+		t.Errorf("the lab shows lines that \"%s\" did not print:\n%s\n\nit printed:\n%s", command, strings.Join(missing, "\n"), real)
+	}
+}
+
+// shellQuote quotes a -run pattern the way the labs write it.
+func shellQuote(s string) string {
+	if strings.ContainsAny(s, "$|*") {
+		return "'" + s + "'"
+	}
+	return s
+}
+
+// exerciseCopy writes workspace/<name> with labs/exercise, as make
+// exercise-N does, and returns its package path and what the tool printed;
+// it is removed at the end.
+func exerciseCopy(t *testing.T, n int, name string, flags ...string) (string, string) {
+	t.Helper()
+	dest := filepath.Join("workspace", name)
+	_ = os.RemoveAll(harness.RepoPath(dest)) // left over from an interrupted run
+	t.Cleanup(func() {
+		_ = os.RemoveAll(harness.RepoPath(dest))
+		_ = os.Remove(harness.RepoPath("workspace", "_check-e2e")) // only when empty
+		_ = os.Remove(harness.RepoPath("workspace"))               // only when empty
+	})
+	args := append(append([]string{"run", "./labs/exercise", "-dest", dest}, flags...), fmt.Sprint(n))
+	cmd := exec.Command("go", args...)
+	cmd.Dir = harness.RepoPath()
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return "./" + filepath.ToSlash(dest), string(b)
 }
 
 // check runs what `make check-N` runs, with the operator package and the
@@ -53,11 +162,14 @@ func check(t *testing.T, stage int, pkg, run, kubeconfig string, env ...string) 
 	t.Helper()
 	cmd := exec.Command("go", "run", "./labs/check", fmt.Sprint(stage))
 	cmd.Dir = harness.RepoPath()
-	cmd.Env = append(append(os.Environ(), "OPERATOR_PKG="+pkg, "CHECK_RUN="+run, "E2E_KUBECONFIG="+kubeconfig), env...)
+	// The tests' cluster is not the workshop's: a lab operator running on
+	// the workshop cluster (named in .state/lab-operator.pid) is no reason
+	// to refuse here. CLUSTER_NAME points the check at another pid file.
+	cmd.Env = append(append(os.Environ(), "OPERATOR_PKG="+pkg, "CHECK_RUN="+run, "E2E_KUBECONFIG="+kubeconfig, "CLUSTER_NAME=check-e2e"), env...)
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	err := cmd.Run()
-	t.Logf("check-%d with %s:\n%s", stage, pkg, lastLines(b.String(), 12))
+	t.Logf("check-%d with %s:\n%s", stage, pkg, b.String())
 	return b.String(), err
 }
 

@@ -30,8 +30,9 @@ const labCluster = "labs-e2e"
 //     02's do not) and working on the objects the previous lab left;
 //   - make lab-stop;
 //   - make diff-N for every stage;
-//   - make exercise-N, which must copy stage N-1 into workspace/ and touch no
-//     stage folder.
+//   - make exercise-N for every stage with an exercise, which must write
+//     stage N with its concept's functions cut out into workspace/, and
+//     touch no stage folder.
 func TestLabTargets(t *testing.T) {
 	t.Cleanup(func() { labClusterDown(t, labCluster) })
 
@@ -82,8 +83,10 @@ func TestLabTargets(t *testing.T) {
 		}
 	})
 
-	t.Run("make exercise-N copies stage N-1 and nothing else", func(t *testing.T) {
-		exercise(t, 4, "03-informer-cache", "04-workqueue")
+	t.Run("make exercise-N writes stage N without its concept, and nothing else", func(t *testing.T) {
+		for n := 2; n <= 6; n++ {
+			exercise(t, n, stageDir(t, n))
+		}
 	})
 }
 
@@ -120,44 +123,71 @@ func checkLab(t *testing.T, n int, out string) {
 			t.Errorf("make lab-%d did not show ticket %s Booked:\n%s", n, ticket, lastLines(out, 14))
 		}
 	}
+	// An earlier lab's operator may have booked the samples already, so
+	// "Booked" alone proves nothing about this one: its own log must show
+	// that it looked at them ("booked" or "in sync").
+	log, _ := os.ReadFile(harness.RepoPath(".state", "logs", fmt.Sprintf("lab-%s-%s.log", dir[:2], labCluster)))
+	if !lineWith(string(log), "amsterdam-lisbon", "booked") && !lineWith(string(log), "amsterdam-lisbon", "in sync") {
+		t.Errorf("the stage %s lab operator's log does not show it booking ticket amsterdam-lisbon or finding it in sync:\n%s", dir, lastLines(string(log), 14))
+	}
 	if !strings.Contains(out, "logger-heartbeat") {
 		t.Errorf("make lab-%d did not show the Logger's Deployment:\n%s", n, lastLines(out, 14))
 	}
 }
 
-// exercise runs make exercise-N. On a clean clone workspace/<next> does not
-// exist: the copy must appear, build, and leave every stage folder as it
-// was; it is removed again afterwards. Where a learner already works on
-// that exercise, the target must refuse and keep their copy.
-func exercise(t *testing.T, n int, prev, next string) {
+// exercise runs make exercise-N. On a clean clone workspace/<stage> does not
+// exist: the copy must appear, with the concept's functions cut out (each a
+// TODO that panics), build, and leave every stage folder as it was; it is
+// removed again afterwards. Where a learner already works on that exercise,
+// the target must refuse and keep their copy.
+func exercise(t *testing.T, n int, stage string) {
 	t.Helper()
-	dest := harness.RepoPath("workspace", next)
+	dest := harness.RepoPath("workspace", stage)
 	if _, err := os.Stat(dest); err == nil {
 		out, err := makeTarget(t, labCluster, fmt.Sprintf("exercise-%d", n))
 		if err == nil || !strings.Contains(out, "already exists") {
-			t.Errorf("make exercise-%d with workspace/%s present must refuse and keep it; it said (err=%v):\n%s", n, next, err, out)
+			t.Errorf("make exercise-%d with workspace/%s present must refuse and keep it; it said (err=%v):\n%s", n, stage, err, out)
 		}
 		return
 	}
 	before := stageStatus(t)
-	t.Cleanup(func() { _ = os.RemoveAll(dest) })
+	t.Cleanup(func() {
+		_ = os.RemoveAll(dest)
+		_ = os.Remove(harness.RepoPath("workspace")) // only when empty
+	})
 	out, err := makeTarget(t, labCluster, fmt.Sprintf("exercise-%d", n))
 	if err != nil {
 		t.Fatalf("make exercise-%d: %v\n%s", n, err, out)
 	}
-	if !strings.Contains(out, "copied "+prev+" to workspace/"+next) {
-		t.Errorf("make exercise-%d did not say what it copied:\n%s", n, out)
+	if !strings.Contains(out, "workspace/"+stage+": stage ") || !strings.Contains(out, fmt.Sprintf("labs/%02d-", n)) {
+		t.Errorf("make exercise-%d did not say what it wrote and which lab to read:\n%s", n, out)
 	}
 	if _, err := os.Stat(filepath.Join(dest, "main.go")); err != nil {
-		t.Errorf("workspace/%s has no main.go: %v", next, err)
+		t.Errorf("workspace/%s has no main.go: %v", stage, err)
 	}
 	if _, err := os.Stat(filepath.Join(dest, "e2e")); err == nil {
-		t.Errorf("workspace/%s has an e2e folder; the checks are stage %s's own", next, next)
+		t.Errorf("workspace/%s has an e2e folder; the checks are stage %s's own", stage, stage)
 	}
-	build := exec.Command("go", "build", "-o", os.DevNull, "./workspace/"+next)
-	build.Dir = harness.RepoPath()
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Errorf("the copy does not build (go build ./workspace/%s): %v\n%s", next, err, b)
+	todo := fmt.Sprintf("panic(\"TODO(lab %d): write ", n)
+	grep := exec.Command("grep", "-rlF", todo, dest)
+	if b, _ := grep.Output(); len(b) == 0 {
+		t.Errorf("workspace/%s has no function to write (no %s...)", stage, todo)
+	}
+	// The build hint that exercise.sh prints must work as printed.
+	hint := ""
+	for _, line := range strings.Split(out, "\n") {
+		if _, h, ok := strings.Cut(line, ">> build it:"); ok {
+			hint = strings.TrimSpace(h)
+		}
+	}
+	if !strings.HasPrefix(hint, "go build ") {
+		t.Errorf("make exercise-%d prints no build hint:\n%s", n, out)
+	} else {
+		build := exec.Command("sh", "-c", hint)
+		build.Dir = harness.RepoPath()
+		if b, err := build.CombinedOutput(); err != nil {
+			t.Errorf("the copy does not build with the printed hint (%s): %v\n%s", hint, err, b)
+		}
 	}
 	if after := stageStatus(t); after != before {
 		t.Errorf("make exercise-%d changed the stage folders:\nbefore:\n%s\nafter:\n%s", n, before, after)

@@ -113,8 +113,8 @@ type LoggerStatus struct {
 }
 
 // metadata.name is limited to 56 characters in the CRD: the Deployment is
-// called logger-<name> and carries the name in a label, and a label value
-// holds at most 63 characters (63 - len("logger-") = 56). controller-gen has
+// called logger-<name>, and 56 = 63 - len("logger-") keeps that name a DNS
+// label of at most 63 characters. controller-gen has
 // no marker for that, because it always writes `metadata: {type: object}`;
 // `make manifests-06` adds the limit with a patch (stage.mk,
 // config/crd-patches/).

@@ -1,0 +1,324 @@
+// Command exercise builds the starting point of lab N's exercise: stage N's
+// operator with the functions that make up the stage's concept cut out, a
+// TODO in each, and everything else (flags, Deployment shape, status
+// messages, generated code) given. Stage N stays the reference solution.
+//
+//	go run ./labs/exercise 4                  (what `make exercise-4` runs)
+//	>> workspace/04-workqueue: stage 04 with 5 functions to write:
+//	   controller.go       Run
+//	   ...
+//
+// Flags, for the tests of `make check-N`:
+//
+//	-dest DIR    write the copy to DIR instead of workspace/<stage folder>
+//	-only NAME   cut only this one function (a copy with one bug in it)
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// module is the repository's Go module path; copies import their own
+// packages (API types, generated clients) under their new path.
+const module = "github.com/operator-flow/operator-flow"
+
+// Concept lists, per stage, the functions a learner writes in lab N's
+// exercise: "Name" for a function, "Type.Name" for a method. The lab's
+// Exercise section names each of them (TestLabsNameTheFunctions).
+var Concept = map[int][]string{
+	// The watch loop: LIST, WATCH from the list's resourceVersion, resume
+	// where a closed watch stopped, LIST again after 410 Gone; and one
+	// handler that reads, compares and writes only a difference.
+	2: {"stream.tryConnect", "stream.receive", "operator.syncTicket"},
+	// Informers: the factories, handlers registered before Start, the wait
+	// for the caches; and the handler that adapts them to the sync code.
+	3: {"operator.run", "handler"},
+	// The workqueue: workers, and how a key's outcome is told to the queue;
+	// the handlers only queue keys.
+	4: {"controller.Run", "controller.processNextWorkItem", "controller.enqueue", "operator.handleObject"},
+	// controller-runtime: the builders that register the watches, and the
+	// two Reconcile functions.
+	5: {"FlightTicketReconciler.SetupWithManager", "FlightTicketReconciler.Reconcile", "LoggerReconciler.SetupWithManager", "LoggerReconciler.Reconcile", "handleObject"},
+	// Status subresource, owners and finalizers.
+	6: {"FlightTicketReconciler.SetupWithManager", "FlightTicketReconciler.addFinalizer", "FlightTicketReconciler.release", "FlightTicketReconciler.writeStatus", "LoggerReconciler.SetupWithManager", "LoggerReconciler.adopt", "LoggerReconciler.writeStatus"},
+}
+
+func main() {
+	dest := flag.String("dest", "", "where to write the copy (default workspace/<stage folder>)")
+	only := flag.String("only", "", "cut only this function")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: go run ./labs/exercise [-dest DIR] [-only NAME] N   (N from 2 to 6)")
+	}
+	flag.Parse()
+	if err := run(flag.Args(), *dest, *only); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, dest, only string) error {
+	if len(args) != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	n, err := strconv.Atoi(strings.TrimLeft(args[0], "0"))
+	if err != nil || Concept[n] == nil {
+		return fmt.Errorf("exercises exist for stages 2 to 6, not %q (stage 1 has no Go code)", args[0])
+	}
+	stage, err := stageDir(n)
+	if err != nil {
+		return err
+	}
+	if dest == "" {
+		dest = filepath.Join("workspace", stage)
+	}
+	if _, err := os.Stat(dest); err == nil {
+		return fmt.Errorf("%s already exists. Keep working in it, or remove it to start over: rm -rf %s", dest, dest)
+	}
+	cut := Concept[n]
+	if only != "" {
+		cut = []string{only}
+	}
+	where, err := Copy(stage, dest, n, cut)
+	if err != nil {
+		_ = os.RemoveAll(dest)
+		return err
+	}
+	// What is given must build: the learner starts from code that compiles.
+	build := exec.Command("go", "build", "-o", os.DevNull, "./"+filepath.ToSlash(dest)+"/...")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("the copy in %s does not build (a bug in labs/exercise): %v\n%s", dest, err, out)
+	}
+	fmt.Printf(">> %s: stage %02d with %d function(s) to write, each a TODO that panics until you do:\n", dest, n, len(cut))
+	for _, name := range cut {
+		fmt.Printf("     %-40s %s\n", name, where[name])
+	}
+	lab, _ := filepath.Glob(fmt.Sprintf("labs/%02d-*.md", n))
+	if len(lab) == 1 {
+		fmt.Printf(">> your task: %s, section 'Exercise'\n", lab[0])
+	}
+	fmt.Printf(">> build it:  go build -o /dev/null ./%s/...\n", filepath.ToSlash(dest))
+	fmt.Printf(">> check it:  make check-%d   (stage %02d's e2e tests, on your copy)\n", n, n)
+	fmt.Printf(">> stuck?     the reference is %s/ (make diff-%d shows what it adds to stage %02d)\n", stage, n, n-1)
+	return nil
+}
+
+// stageDir is the folder of stage n, e.g. 04-workqueue.
+func stageDir(n int) (string, error) {
+	m, _ := filepath.Glob(fmt.Sprintf("%02d-*", n))
+	for _, d := range m {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("stage %d does not exist; run this from the repository root", n)
+}
+
+// Copy copies stage into dest without its e2e tests (the checks are the
+// stage's own, run by make check-N), points imports of the stage's own
+// packages at the copy, and cuts the named functions. It returns the file
+// each function was found in.
+func Copy(stage, dest string, n int, cut []string) (map[string]string, error) {
+	oldPath, newPath := module+"/"+stage, module+"/"+filepath.ToSlash(dest)
+	found := map[string]string{}
+	err := filepath.WalkDir(stage, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(stage, path)
+		if d.IsDir() {
+			if rel == "e2e" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dest, rel), 0o755)
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(path, ".go") {
+			if src, err = rewrite(src, path, oldPath, newPath, n, cut, found); err != nil {
+				return err
+			}
+			// Renaming a file can only be wrong here; keep its name.
+			for name, f := range found {
+				if f == "" {
+					found[name] = rel
+				}
+			}
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dest, rel), src, info.Mode().Perm())
+	})
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, name := range cut {
+		if _, ok := found[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("stage %s has no function %s to cut (labs/exercise's list is out of date)", stage, strings.Join(missing, ", "))
+	}
+	return found, nil
+}
+
+// rewrite returns one Go file of the copy: its own imports moved to the
+// copy, the functions in cut replaced by a TODO, and imports that only those
+// functions used removed. found records each function cut, with "" for the
+// caller to fill in the file name.
+func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, found map[string]string) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	type edit struct {
+		from, to int
+		text     string
+	}
+	var edits []edit
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		if p == oldPath || strings.HasPrefix(p, oldPath+"/") {
+			edits = append(edits, edit{fset.Position(imp.Path.Pos()).Offset, fset.Position(imp.Path.End()).Offset, strconv.Quote(newPath + strings.TrimPrefix(p, oldPath))})
+		}
+	}
+	if !strings.HasSuffix(path, "_test.go") {
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil || !contains(cut, funcName(fn)) {
+				continue
+			}
+			name := funcName(fn)
+			if _, dup := found[name]; dup {
+				return nil, fmt.Errorf("%s: function %s is defined twice", path, name)
+			}
+			found[name] = ""
+			lab, _ := filepath.Glob(fmt.Sprintf("labs/%02d-*.md", n))
+			where := fmt.Sprintf("lab %d's Exercise", n)
+			if len(lab) == 1 {
+				where = lab[0] + ", section Exercise,"
+			}
+			body := fmt.Sprintf("{\n\t// TODO(lab %d): write %s. The comment above says what it does;\n\t// %s says how.\n\tpanic(%q)\n}",
+				n, name, where, fmt.Sprintf("TODO(lab %d): write %s", n, name))
+			edits = append(edits, edit{fset.Position(fn.Body.Lbrace).Offset, fset.Position(fn.Body.Rbrace).Offset + 1, body})
+		}
+	}
+	if len(edits) == 0 {
+		return src, nil
+	}
+	sort.Slice(edits, func(i, j int) bool { return edits[i].from > edits[j].from })
+	out := append([]byte(nil), src...)
+	for _, e := range edits {
+		out = append(out[:e.from], append([]byte(e.text), out[e.to:]...)...)
+	}
+	out, err = dropUnusedImports(out, path)
+	if err != nil {
+		return nil, err
+	}
+	return format.Source(out)
+}
+
+// dropUnusedImports removes the imports that no code in the file refers to
+// any more (Go refuses to compile a file with one).
+func dropUnusedImports(src []byte, path string) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
+	if err != nil {
+		return nil, fmt.Errorf("after cutting: %w", err)
+	}
+	used := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok {
+				used[id.Name] = true
+			}
+		}
+		return true
+	})
+	var drop [][2]int
+	for _, imp := range f.Imports {
+		name := importName(imp)
+		if name == "_" || name == "." || used[name] {
+			continue
+		}
+		from := fset.Position(imp.Pos()).Offset
+		to := fset.Position(imp.End()).Offset
+		// The whole line, so that no blank line or comment is left behind.
+		for from > 0 && src[from-1] != '\n' {
+			from--
+		}
+		for to < len(src) && src[to] != '\n' {
+			to++
+		}
+		drop = append(drop, [2]int{from, to + 1})
+	}
+	for i := len(drop) - 1; i >= 0; i-- {
+		src = append(src[:drop[i][0]], src[drop[i][1]:]...)
+	}
+	return bytes.ReplaceAll(src, []byte("import ()\n"), nil), nil
+}
+
+// importName is the name a file uses for an import: its explicit name, or
+// the last element of its path without a major-version suffix (k8s.io/api/apps/v1
+// is package v1; gopkg.in/yaml.v3 is yaml).
+func importName(imp *ast.ImportSpec) string {
+	if imp.Name != nil {
+		return imp.Name.Name
+	}
+	p, _ := strconv.Unquote(imp.Path.Value)
+	last := p[strings.LastIndex(p, "/")+1:]
+	if i := strings.Index(last, ".v"); i > 0 {
+		last = last[:i]
+	}
+	return strings.TrimPrefix(last, "go-")
+}
+
+// funcName is "Name" for a function and "Type.Name" for a method.
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	t := fn.Recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	switch x := t.(type) {
+	case *ast.Ident:
+		return x.Name + "." + fn.Name.Name
+	case *ast.IndexExpr:
+		if id, ok := x.X.(*ast.Ident); ok {
+			return id.Name + "." + fn.Name.Name
+		}
+	}
+	return fn.Name.Name
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
