@@ -16,6 +16,19 @@ KUBECONFIG_FILE := $(STATE)/kubeconfig
 KUBECTL := $(BIN)/kubectl --kubeconfig $(KUBECONFIG_FILE)
 export CLUSTER ?= kwok
 
+# What a cluster target needs built first. The kwok cluster runs the control
+# plane from ./bin (`make tools`, about 13 minutes once). A kind cluster needs
+# only kind and kubectl, and a Docker engine: docker-check fails within
+# seconds when none answers, before anything is built.
+KIND_TOOLS    := docker-check $(BIN)/kind $(BIN)/kubectl
+CLUSTER_TOOLS := $(if $(filter kind,$(CLUSTER)),$(KIND_TOOLS),tools)
+
+# $(call kwok_only,LOGGERS,TARGET): stop TARGET on kind when LOGGERS Logger
+# pods would not fit. A kind cluster is one node, and the kubelet admits at
+# most 110 pods (maxPods), about 10 of them kube-system's.
+kwok_only = $(if $(filter kind,$(CLUSTER)),$(if $(shell test $(1) -gt 90 && echo over),\
+	$(error make $(2) runs $(1) Logger pods, and a kind cluster's one node takes at most 110 pods. Run it on the default kwok cluster: make $(2) CLUSTER=kwok)))
+
 # The stage folders, in course order. `make run-3`, `make e2e STAGE=03` and
 # friends find a stage by its number.
 STAGES := 01-crd-yaml 02-raw-watch 03-informer-cache 04-workqueue 05-controller-runtime 06-status-and-owners
@@ -41,9 +54,9 @@ help: ## Show every target, one line each.
 # tools/versions.mk changed. A pin is remembered in bin/.pins/<tool>, which is
 # rewritten only when the version differs, so its timestamp moves only then.
 
-KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
+KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 KWOK_BINS := $(BIN)/kwokctl $(BIN)/kwok
-TOOLS     := $(KUBE_BINS) $(BIN)/etcd $(KWOK_BINS) $(BIN)/kind
+TOOLS     := $(KUBE_BINS) $(BIN)/kubectl $(BIN)/etcd $(KWOK_BINS) $(BIN)/kind
 
 .PHONY: tools
 tools: $(TOOLS) ## Build the pinned cluster binaries into ./bin (only what is missing or outdated).
@@ -60,11 +73,18 @@ KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go
 	-X $(p).gitMajor=$(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))) \
 	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
 
+# kubectl has a rule of its own: CLUSTER=kind needs it without the control
+# plane. The packages both share are compiled once (Go's build cache).
+$(BIN)/kubectl: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
+	@echo ">> building kubectl $(KUBE_VERSION) from source into ./bin (once)"
+	@cd tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+	@touch $@
+
 $(KUBE_BINS) &: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
-	@echo ">> building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $(KUBE_VERSION) from source into ./bin: once, about 10 minutes on 2 cores"
+	@echo ">> building kube-apiserver, kube-controller-manager, kube-scheduler $(KUBE_VERSION) from source into ./bin: once, about 10 minutes on 2 cores"
 	@start=$$SECONDS; cd tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl; \
+		k8s.io/kubernetes/cmd/kube-scheduler; \
 		echo ">> control plane built in $$((SECONDS - start))s"
 	@touch $(KUBE_BINS)
 
@@ -98,8 +118,12 @@ verify: $(VERIFY_TARGETS) ## Fail when generated code or manifests are stale.
 
 # --------------------------------------------------------------- cluster ---
 
+.PHONY: docker-check
+docker-check:
+	@cluster/cluster.sh docker-check
+
 .PHONY: cluster
-cluster: tools ## Start the workshop cluster, or reuse the running one (CLUSTER=kind for kind).
+cluster: $(CLUSTER_TOOLS) ## Start the workshop cluster, or reuse the running one (CLUSTER=kind for kind).
 	@cluster/cluster.sh up
 
 .PHONY: cluster-down
@@ -129,7 +153,7 @@ exercise-%: ## copy stage N-1 into workspace/, where you turn it into stage N.
 	@labs/exercise.sh $*
 
 .PHONY: check-%
-check-%: tools ## run stage N's e2e tests against your workspace/ copy and say what works.
+check-%: $(CLUSTER_TOOLS) ## run stage N's e2e tests against your workspace/ copy and say what works.
 	@cluster/with-cluster.sh go run ./labs/check $*
 
 .PHONY: lab-stop
@@ -144,7 +168,7 @@ E2E_PKGS  = $(filter %/e2e,$(GO_PKGS))
 UNIT_PKGS = $(filter-out %/e2e,$(GO_PKGS))
 
 .PHONY: test
-test: tools ## Unit tests, then every stage's e2e tests on one shared cluster (README's test command).
+test: $(CLUSTER_TOOLS) ## Unit tests, then every stage's e2e tests on one shared cluster (README's test command).
 	@echo ">> go mod verify"
 	@go mod verify
 	@echo ">> go vet"
@@ -164,7 +188,7 @@ test: tools ## Unit tests, then every stage's e2e tests on one shared cluster (R
 FUZZTIME ?= 10s
 .PHONY: fuzz
 fuzz: ## A short fuzz pass over the operators' pure functions (FUZZTIME=10s per fuzz test).
-	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' $(STAGES) 2>/dev/null | xargs -r -n1 dirname | sort -u); do \
+	@for dir in $$(for f in $$(grep -rl --include='*_test.go' '^func Fuzz' $(STAGES) 2>/dev/null); do dirname "$$f"; done | sort -u); do \
 		for fn in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 			echo ">> fuzzing $$fn in ./$$dir for $(FUZZTIME)"; \
 			go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$dir/ || exit 1; \
@@ -176,13 +200,14 @@ unit: ## Unit tests only (no cluster).
 	@go test -count=1 $(UNIT_PKGS)
 
 .PHONY: e2e
-e2e: tools ## One stage's e2e tests: make e2e STAGE=3 (or STAGE=03).
+e2e: $(CLUSTER_TOOLS) ## One stage's e2e tests: make e2e STAGE=3 (or STAGE=03).
 	@test -n "$(STAGE)" || { echo "error: say which stage, e.g. make e2e STAGE=3" >&2; exit 2; }
 	@test -n "$(call stage_dir,$(STAGE))" || { echo "error: no stage $(STAGE); stages are: $(STAGES)" >&2; exit 2; }
 	@cluster/with-cluster.sh go test -count=1 -timeout 30m -v ./$(call stage_dir,$(STAGE))/e2e/...
 
 .PHONY: chaos
-chaos: tools ## The failure scenarios at full size (300 tickets, 300 Loggers) on stages 04 to 06.
+chaos: $(CLUSTER_TOOLS) ## The failure scenarios at full size (300 tickets, 300 Loggers) on stages 04 to 06.
+	$(call kwok_only,300,chaos)
 	@CHAOS_SCALE=300 go test -count=1 -timeout 60m -v -run TestReliability ./reliability/e2e/
 
 # ----------------------------------------------------------------- bench ---
@@ -192,23 +217,25 @@ M ?= 100
 BENCH_STAGES ?= 2,3,4,5,6
 
 .PHONY: bench
-bench: tools ## The same workload on every stage (N tickets, M Loggers): table + chart in bench/results/.
+bench: $(CLUSTER_TOOLS) ## The same workload on every stage (N tickets, M Loggers): table + chart in bench/results/.
+	$(call kwok_only,$(M),bench M=$(M))
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages $(BENCH_STAGES)'
 
 .PHONY: bench-loggers
-bench-loggers: tools ## The Logger targets' size: 200 Loggers (and N tickets) on stages 04 and 06, in bench/results/loggers-200/.
+bench-loggers: $(CLUSTER_TOOLS) ## The Logger targets' size: 200 Loggers (and N tickets) on stages 04 and 06, in bench/results/loggers-200/.
+	$(call kwok_only,200,bench-loggers)
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers 200 --stages 4,6 --out bench/results/loggers-200'
 
 ROUNDS ?= 5
 
 .PHONY: bench-targets
-bench-targets: tools ## The ticket targets on stages 04 and 06 over ROUNDS (5) rounds: median and range of each ratio, in bench/results/targets/.
+bench-targets: $(CLUSTER_TOOLS) ## The ticket targets on stages 04 and 06 over ROUNDS (5) rounds: median and range of each ratio, in bench/results/targets/.
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages 4,6 --repeat $(ROUNDS) --out bench/results/targets'
 
 TICKETS ?= 10000
 
 .PHONY: bench-memory
-bench-memory: tools ## Stage 06's peak memory and CPU with TICKETS (10000) tickets cached: managedFields stripped and not, strings interned and not, GOMEMLIMIT, Go's default GOGC.
+bench-memory: $(CLUSTER_TOOLS) ## Stage 06's peak memory and CPU with TICKETS (10000) tickets cached: managedFields stripped and not, strings interned and not, GOMEMLIMIT, Go's default GOGC.
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --memory $(TICKETS)'
 
 # ---------------------------------------------------------------- upkeep ---

@@ -79,3 +79,16 @@ func TestKwokctlConfigMatchesPin(t *testing.T) {
 		t.Errorf("cluster/kwokctl.yaml does not say %q", want)
 	}
 }
+
+// TestKindNodeImageMatchesPin: the kind cluster runs the kwok cluster's
+// Kubernetes minor, from an image pinned by digest (a tag can be moved).
+func TestKindNodeImageMatchesPin(t *testing.T) {
+	p := pins(t)
+	m := regexp.MustCompile(`^kindest/node:(v\d+\.\d+)\.\d+@sha256:[0-9a-f]{64}$`).FindStringSubmatch(p["KIND_NODE_IMAGE"])
+	if m == nil {
+		t.Fatalf("KIND_NODE_IMAGE=%q: want kindest/node:vX.Y.Z@sha256:<digest>", p["KIND_NODE_IMAGE"])
+	}
+	if kube := p["KUBE_VERSION"]; !strings.HasPrefix(kube, m[1]+".") {
+		t.Errorf("KIND_NODE_IMAGE is Kubernetes %s, but KUBE_VERSION is %s: the two clusters must share a minor", m[1], kube)
+	}
+}
