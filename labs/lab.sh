@@ -13,7 +13,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN="$ROOT/bin"
 STATE="$ROOT/.state"
-export KUBECONFIG="$("$ROOT/cluster/cluster.sh" kubeconfig)"
+KUBECONFIG=$("$ROOT/cluster/cluster.sh" kubeconfig)
+export KUBECONFIG
 export PATH="$BIN:$PATH"
 PIDFILE="$STATE/lab-operator${CLUSTER_NAME:+-$CLUSTER_NAME}.pid"
 
