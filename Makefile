@@ -126,6 +126,10 @@ docker-check:
 cluster: $(CLUSTER_TOOLS) ## Start the workshop cluster, or reuse the running one (CLUSTER=kind for kind).
 	@cluster/cluster.sh up
 
+.PHONY: kind-image
+kind-image: docker-check ## Build the kind node image for KUBE_VERSION from source, for machines that cannot pull kindest/node (Linux; cached).
+	@tools/kind/node-image.sh
+
 .PHONY: cluster-down
 cluster-down: ## Stop the workshop cluster; no process or port is left behind.
 	@cluster/cluster.sh down
@@ -239,6 +243,16 @@ bench-memory: $(CLUSTER_TOOLS) ## Stage 06's peak memory and CPU with TICKETS (1
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --memory $(TICKETS)'
 
 # ---------------------------------------------------------------- upkeep ---
+
+# Attendees bring macOS too. Cross-compiling proves the Go code builds there
+# (no Linux-only calls); the scripts' portability is tools/portability_test.go.
+CROSS ?= darwin/arm64
+.PHONY: cross
+cross: ## Compile every package, tests included, for other platforms (CROSS=darwin/arm64; space-separated GOOS/GOARCH list).
+	@for p in $(CROSS); do \
+		echo ">> GOOS=$${p%/*} GOARCH=$${p#*/}: go build and go vet (vet compiles the tests too)"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} go build $(GO_PKGS) && GOOS=$${p%/*} GOARCH=$${p#*/} go vet $(GO_PKGS) || exit 1; \
+	done
 
 .PHONY: vulncheck
 vulncheck: ## Run govulncheck (pinned; needs the internet for its database).

@@ -179,6 +179,21 @@ KIND_BIN="${KIND_BIN:-$BIN/kind}"
 # The node image: kind's own default would be another Kubernetes minor.
 KIND_NODE_IMAGE="${KIND_NODE_IMAGE:-$(pin KIND_NODE_IMAGE)}"
 
+# node_image: the pinned kindest/node, unless it is neither here nor
+# pullable (no registry) and `make kind-image` built one from source.
+node_image() {
+	local local_image
+	local_image="operator-flow/kind-node:$(pin KUBE_VERSION)"
+	if ! "$DOCKER" image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1 &&
+		"$DOCKER" image inspect "$local_image" >/dev/null 2>&1 &&
+		! with_timeout 120 "$DOCKER" pull -q "$KIND_NODE_IMAGE" >/dev/null 2>&1; then
+		say "${KIND_NODE_IMAGE%@*} cannot be pulled here; using $local_image, built from source by 'make kind-image'" >&2
+		echo "$local_image"
+		return
+	fi
+	echo "$KIND_NODE_IMAGE"
+}
+
 # kind_wait_ready: after a reuse, the API server must answer. `kind get
 # clusters` also lists a stopped node (it reads `docker ps -a`): after a
 # `docker stop` or an engine restart the node container is still there but
@@ -205,9 +220,11 @@ kind_up() {
 		"$KIND_BIN" export kubeconfig --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" >/dev/null
 		kind_wait_ready
 	else
-		say "creating kind cluster '$NAME' (node image ${KIND_NODE_IMAGE%@*})"
+		local image
+		image=$(node_image)
+		say "creating kind cluster '$NAME' (node image ${image%@*})"
 		"$KIND_BIN" create cluster --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" \
-			--image "$KIND_NODE_IMAGE" --config "$ROOT/cluster/kind.yaml" --wait 120s
+			--image "$image" --config "$ROOT/cluster/kind.yaml" --wait 120s
 		created
 	fi
 	echo kind >"$KIND_FILE"

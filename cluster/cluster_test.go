@@ -146,10 +146,13 @@ func TestMakeRefusesOversizedKindRuns(t *testing.T) {
 // `docker start` brings it back.
 func kindStandIns(t *testing.T) string {
 	return fakeBin(t, map[string]string{
+		// With OFFLINE set, kindest/node is neither here nor pullable, and
+		// make kind-image has built the node image.
 		"docker": `echo "docker $*" >>"$CALLS"
-case "$1" in
-info) echo 20.10.24 ;;
-start) touch "$READY" ;;
+case "$1 $2 $3" in
+info*) echo 20.10.24 ;;
+start*) touch "$READY" ;;
+"image inspect kindest/"*|pull*) [ -z "$OFFLINE" ] ;;
 esac
 `,
 		// `get clusters` lists one more cluster a moment later: whoever
@@ -208,6 +211,7 @@ func TestKindPathCommands(t *testing.T) {
 	want := []string{
 		"docker info --format {{.ServerVersion}}",
 		"kind get clusters",
+		"docker image inspect " + image,
 		"kind create cluster --name " + name + " --kubeconfig " + kubeconfig + " --image " + image + " --config " + filepath.Join(root, "cluster", "kind.yaml") + " --wait 120s",
 		"docker info --format {{.ServerVersion}}",
 		"kind get clusters",
@@ -314,4 +318,25 @@ func pin(t *testing.T, name string) string {
 	}
 	t.Fatalf("tools/versions.mk pins no %s", name)
 	return ""
+}
+
+// TestKindOfflineUsesLocalNodeImage: where kindest/node cannot be pulled and
+// `make kind-image` built a node image, `up` uses that one and says so.
+func TestKindOfflineUsesLocalNodeImage(t *testing.T) {
+	name := "fake-kind-offline"
+	env, calls, _ := kindEnv(t, kindStandIns(t), name)
+	env = append(env, "OFFLINE=1")
+	out, err, _ := run(t, env, "./cluster.sh", "up")
+	if err != nil {
+		t.Fatalf("cluster.sh up: %v\n%s", err, out)
+	}
+	defer run(t, env, "./cluster.sh", "down")
+	local := "operator-flow/kind-node:" + pin(t, "KUBE_VERSION")
+	got := strings.Join(readCalls(t, calls), "\n")
+	if !strings.Contains(got, "kind create cluster --name "+name+" --kubeconfig ") || !strings.Contains(got, " --image "+local+" ") {
+		t.Errorf("up did not create the cluster from %s; the calls:\n%s", local, got)
+	}
+	if !strings.Contains(out, "cannot be pulled here; using "+local) {
+		t.Errorf("up did not say which node image it used and why:\n%s", out)
+	}
 }
