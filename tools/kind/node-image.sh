@@ -174,7 +174,9 @@ step "assembling $IMAGE: the rootfs, with the images in its containerd store"
 printf 'FROM operator-flow/kind-rootfs:%s\nENV container=docker\nSTOPSIGNAL SIGRTMIN+3\nENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]\n' "$STAMP" |
 	docker build -q -t operator-flow/kind-base:"$STAMP" - >/dev/null
 builder="operator-flow-kind-build-$$"
-docker run -d --name "$builder" --privileged --entrypoint sleep operator-flow/kind-base:"$STAMP" infinity >/dev/null
+# --init: a PID 1 that reaps, so that a stopped containerd is gone, not a
+# zombie that pgrep still finds.
+docker run -d --init --name "$builder" --privileged --entrypoint sleep operator-flow/kind-base:"$STAMP" infinity >/dev/null
 trap 'docker rm -f "$builder" >/dev/null 2>&1 || true' EXIT
 docker cp "$OUT/images.tar" "$builder:/images.tar"
 # --no-unpack, as kind does: only the content store is filled here; the
