@@ -130,9 +130,15 @@ func newProvider(root string) (support.E2EClusterProvider, string, error) {
 		if _, err := os.Stat(filepath.Join(bin, "kind")); err != nil {
 			return nil, "", fmt.Errorf("%s is missing: run 'CLUSTER=kind make cluster' or 'make tools' first", filepath.Join(bin, "kind"))
 		}
-		image, err := pin(root, "KIND_NODE_IMAGE")
-		if err != nil {
-			return nil, "", err
+		// KIND_NODE_IMAGE overrides the pin, as for cluster.sh: where
+		// kindest/node cannot be pulled, the image `make kind-image` built
+		// (operator-flow/kind-node:KUBE_VERSION).
+		image := os.Getenv("KIND_NODE_IMAGE")
+		if image == "" {
+			var err error
+			if image, err = pin(root, "KIND_NODE_IMAGE"); err != nil {
+				return nil, "", err
+			}
 		}
 		return kind.NewProvider().WithPath(filepath.Join(bin, "kind")).WithOpts(kind.WithImage(image)), name, nil
 	case "", "kwok":
