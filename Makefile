@@ -170,6 +170,8 @@ lab-stop: ## Stop the operator that a lab started in the background.
 GO_PKGS   = $(shell go list ./... | grep -v /workspace/)
 E2E_PKGS  = $(filter %/e2e,$(GO_PKGS))
 UNIT_PKGS = $(filter-out %/e2e,$(GO_PKGS))
+# The packages with code besides tests (go build refuses the others).
+BUILD_PKGS = $(shell go list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v /workspace/)
 
 .PHONY: test
 test: $(CLUSTER_TOOLS) ## Unit tests, then every stage's e2e tests on one shared cluster (README's test command).
@@ -251,7 +253,7 @@ CROSS ?= darwin/arm64
 cross: ## Compile every package, tests included, for other platforms (CROSS=darwin/arm64; space-separated GOOS/GOARCH list).
 	@for p in $(CROSS); do \
 		echo ">> GOOS=$${p%/*} GOARCH=$${p#*/}: go build and go vet (vet compiles the tests too)"; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} go build $(GO_PKGS) && GOOS=$${p%/*} GOARCH=$${p#*/} go vet $(GO_PKGS) || exit 1; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} go build $(BUILD_PKGS) && GOOS=$${p%/*} GOARCH=$${p#*/} go vet $(GO_PKGS) || exit 1; \
 	done
 
 .PHONY: vulncheck
