@@ -58,6 +58,9 @@ stop)
 		pid=$(cat "$PIDFILE")
 		ids=$(DOCKER_HOST="unix://$SOCK" docker ps -q)
 		[[ -z $ids ]] || DOCKER_HOST="unix://$SOCK" docker stop $ids >/dev/null
+		# kind's network is a bridge with iptables rules on the machine; an
+		# engine that stops leaves them, so remove the networks first.
+		DOCKER_HOST="unix://$SOCK" docker network prune -f >/dev/null
 		say "stopping the kind engine (pid $pid)"
 		kill -TERM "$pid"
 		for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
