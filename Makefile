@@ -16,6 +16,19 @@ KUBECONFIG_FILE := $(STATE)/kubeconfig
 KUBECTL := $(BIN)/kubectl --kubeconfig $(KUBECONFIG_FILE)
 export CLUSTER ?= kwok
 
+# What a cluster target needs built first. The kwok cluster runs the control
+# plane from ./bin (`make tools`, about 13 minutes once). A kind cluster needs
+# only kind and kubectl, and a Docker engine: docker-check fails within
+# seconds when none answers, before anything is built.
+KIND_TOOLS    := docker-check $(BIN)/kind $(BIN)/kubectl
+CLUSTER_TOOLS := $(if $(filter kind,$(CLUSTER)),$(KIND_TOOLS),tools)
+
+# $(call kwok_only,LOGGERS,TARGET): stop TARGET on kind when LOGGERS Logger
+# pods would not fit. A kind cluster is one node, and the kubelet admits at
+# most 110 pods (maxPods), about 10 of them kube-system's.
+kwok_only = $(if $(filter kind,$(CLUSTER)),$(if $(shell test $(1) -gt 90 && echo over),\
+	$(error make $(2) runs $(1) Logger pods, and a kind cluster's one node takes at most 110 pods. Run it on the default kwok cluster: make $(2) CLUSTER=kwok)))
+
 # The stage folders, in course order. `make run-3`, `make e2e STAGE=03` and
 # friends find a stage by its number.
 STAGES := 01-crd-yaml 02-raw-watch 03-informer-cache 04-workqueue 05-controller-runtime 06-status-and-owners
@@ -41,9 +54,9 @@ help: ## Show every target, one line each.
 # tools/versions.mk changed. A pin is remembered in bin/.pins/<tool>, which is
 # rewritten only when the version differs, so its timestamp moves only then.
 
-KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
+KUBE_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler
 KWOK_BINS := $(BIN)/kwokctl $(BIN)/kwok
-TOOLS     := $(KUBE_BINS) $(BIN)/etcd $(KWOK_BINS) $(BIN)/kind
+TOOLS     := $(KUBE_BINS) $(BIN)/kubectl $(BIN)/etcd $(KWOK_BINS) $(BIN)/kind
 
 .PHONY: tools
 tools: $(TOOLS) ## Build the pinned cluster binaries into ./bin (only what is missing or outdated).
@@ -60,11 +73,18 @@ KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go
 	-X $(p).gitMajor=$(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))) \
 	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
 
+# kubectl has a rule of its own: CLUSTER=kind needs it without the control
+# plane. The packages both share are compiled once (Go's build cache).
+$(BIN)/kubectl: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
+	@echo ">> building kubectl $(KUBE_VERSION) from source into ./bin (once)"
+	@cd tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+	@touch $@
+
 $(KUBE_BINS) &: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
-	@echo ">> building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $(KUBE_VERSION) from source into ./bin: once, about 10 minutes on 2 cores"
+	@echo ">> building kube-apiserver, kube-controller-manager, kube-scheduler $(KUBE_VERSION) from source into ./bin: once, about 10 minutes on 2 cores"
 	@start=$$SECONDS; cd tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl; \
+		k8s.io/kubernetes/cmd/kube-scheduler; \
 		echo ">> control plane built in $$((SECONDS - start))s"
 	@touch $(KUBE_BINS)
 
@@ -98,9 +118,17 @@ verify: $(VERIFY_TARGETS) ## Fail when generated code or manifests are stale.
 
 # --------------------------------------------------------------- cluster ---
 
+.PHONY: docker-check
+docker-check:
+	@cluster/cluster.sh docker-check
+
 .PHONY: cluster
-cluster: tools ## Start the workshop cluster, or reuse the running one (CLUSTER=kind for kind).
+cluster: $(CLUSTER_TOOLS) ## Start the workshop cluster, or reuse the running one (CLUSTER=kind for kind).
 	@cluster/cluster.sh up
+
+.PHONY: kind-image
+kind-image: docker-check ## Build the kind node image for KUBE_VERSION from source, for machines that cannot pull kindest/node (Linux; cached).
+	@tools/kind/node-image.sh
 
 .PHONY: cluster-down
 cluster-down: ## Stop the workshop cluster; no process or port is left behind.
@@ -129,7 +157,7 @@ exercise-%: ## write workspace/<stage N>: stage N with its concept's functions c
 	@labs/exercise.sh $*
 
 .PHONY: check-%
-check-%: tools ## stop the lab operator, run stage N's e2e tests against your workspace/ copy, say what works.
+check-%: $(CLUSTER_TOOLS) ## stop the lab operator, run stage N's e2e tests against your workspace/ copy, say what works.
 	@labs/lab.sh stop
 	@mkdir -p .state && go build -o .state/check ./labs/check
 	@cluster/with-cluster.sh .state/check $*
@@ -144,9 +172,11 @@ lab-stop: ## Stop the operator that a lab started in the background.
 GO_PKGS   = $(shell go list ./... | grep -v /workspace/)
 E2E_PKGS  = $(filter %/e2e,$(GO_PKGS))
 UNIT_PKGS = $(filter-out %/e2e,$(GO_PKGS))
+# The packages with code besides tests (go build refuses the others).
+BUILD_PKGS = $(shell go list -f '{{if .GoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v /workspace/)
 
 .PHONY: test
-test: tools ## Unit tests, then every stage's e2e tests on one shared cluster (README's test command).
+test: $(CLUSTER_TOOLS) ## Unit tests, then every stage's e2e tests on one shared cluster (README's test command).
 	@echo ">> go mod verify"
 	@go mod verify
 	@echo ">> go vet"
@@ -166,7 +196,7 @@ test: tools ## Unit tests, then every stage's e2e tests on one shared cluster (R
 FUZZTIME ?= 10s
 .PHONY: fuzz
 fuzz: ## A short fuzz pass over the operators' pure functions (FUZZTIME=10s per fuzz test).
-	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' $(STAGES) 2>/dev/null | xargs -r -n1 dirname | sort -u); do \
+	@for dir in $$(for f in $$(grep -rl --include='*_test.go' '^func Fuzz' $(STAGES) 2>/dev/null); do dirname "$$f"; done | sort -u); do \
 		for fn in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 			echo ">> fuzzing $$fn in ./$$dir for $(FUZZTIME)"; \
 			go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$dir/ || exit 1; \
@@ -178,13 +208,14 @@ unit: ## Unit tests only (no cluster).
 	@go test -count=1 $(UNIT_PKGS)
 
 .PHONY: e2e
-e2e: tools ## One stage's e2e tests: make e2e STAGE=3 (or STAGE=03).
+e2e: $(CLUSTER_TOOLS) ## One stage's e2e tests: make e2e STAGE=3 (or STAGE=03).
 	@test -n "$(STAGE)" || { echo "error: say which stage, e.g. make e2e STAGE=3" >&2; exit 2; }
 	@test -n "$(call stage_dir,$(STAGE))" || { echo "error: no stage $(STAGE); stages are: $(STAGES)" >&2; exit 2; }
 	@cluster/with-cluster.sh go test -count=1 -timeout 30m -v ./$(call stage_dir,$(STAGE))/e2e/...
 
 .PHONY: chaos
-chaos: tools ## The failure scenarios at full size (300 tickets, 300 Loggers) on stages 04 to 06.
+chaos: $(CLUSTER_TOOLS) ## The failure scenarios at full size (300 tickets, 300 Loggers) on stages 04 to 06.
+	$(call kwok_only,300,chaos)
 	@CHAOS_SCALE=300 go test -count=1 -timeout 60m -v -run TestReliability ./reliability/e2e/
 
 # ----------------------------------------------------------------- bench ---
@@ -194,26 +225,38 @@ M ?= 100
 BENCH_STAGES ?= 2,3,4,5,6
 
 .PHONY: bench
-bench: tools ## The same workload on every stage (N tickets, M Loggers): table + chart in bench/results/, report in bench/README.md.
+bench: $(CLUSTER_TOOLS) ## The same workload on every stage (N tickets, M Loggers): table + chart in bench/results/, report in bench/README.md.
+	$(call kwok_only,$(M),bench M=$(M))
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages $(BENCH_STAGES) --readme bench/README.md'
 
 .PHONY: bench-loggers
-bench-loggers: tools ## The Logger targets' size: 200 Loggers (and N tickets) on stages 04 and 06, in bench/results/loggers-200/.
+bench-loggers: $(CLUSTER_TOOLS) ## The Logger targets' size: 200 Loggers (and N tickets) on stages 04 and 06, in bench/results/loggers-200/.
+	$(call kwok_only,200,bench-loggers)
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers 200 --stages 4,6 --out bench/results/loggers-200 --readme bench/README.md'
 
 ROUNDS ?= 5
 
 .PHONY: bench-targets
-bench-targets: tools ## The ticket targets on stages 04 and 06 over ROUNDS (5) rounds: median and range of each ratio, in bench/results/targets/.
+bench-targets: $(CLUSTER_TOOLS) ## The ticket targets on stages 04 and 06 over ROUNDS (5) rounds: median and range of each ratio, in bench/results/targets/.
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --tickets $(N) --loggers $(M) --stages 4,6 --repeat $(ROUNDS) --out bench/results/targets --readme bench/README.md'
 
 TICKETS ?= 10000
 
 .PHONY: bench-memory
-bench-memory: tools ## Stage 06's peak memory and CPU with TICKETS (10000) tickets: booking and idle, GOMEMLIMIT and GOGC from the environment (docs/memory.md).
+bench-memory: $(CLUSTER_TOOLS) ## Stage 06's peak memory and CPU with TICKETS (10000) tickets: booking and idle, GOMEMLIMIT and GOGC from the environment (docs/memory.md).
 	@cluster/with-cluster.sh sh -c 'go run ./bench --kubeconfig "$$E2E_KUBECONFIG" --memory $(TICKETS)'
 
 # ---------------------------------------------------------------- upkeep ---
+
+# Attendees bring macOS too. Cross-compiling proves the Go code builds there
+# (no Linux-only calls); the scripts' portability is tools/portability_test.go.
+CROSS ?= darwin/arm64
+.PHONY: cross
+cross: ## Compile every package, tests included, for other platforms (CROSS=darwin/arm64; space-separated GOOS/GOARCH list).
+	@for p in $(CROSS); do \
+		echo ">> GOOS=$${p%/*} GOARCH=$${p#*/}: go build and go vet (vet compiles the tests too)"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} go build $(BUILD_PKGS) && GOOS=$${p%/*} GOARCH=$${p#*/} go vet $(GO_PKGS) || exit 1; \
+	done
 
 .PHONY: vulncheck
 vulncheck: ## Run govulncheck (pinned; needs the internet for its database).

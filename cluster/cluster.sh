@@ -6,6 +6,7 @@
 #   cluster.sh env     print the exports for `eval $(make env)`
 #   cluster.sh status  say whether a cluster is running
 #   cluster.sh kubeconfig  print the kubeconfig path
+#   cluster.sh docker-check  fail within seconds unless a Docker engine answers
 #
 # CLUSTER=kwok (the default) runs a real control plane (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler) plus kwok-controller, which plays
@@ -26,8 +27,12 @@ NAME="${CLUSTER_NAME:-operator-flow}"
 # use that); the workshop cluster's kubeconfig is .state/kubeconfig.
 SUFFIX="${CLUSTER_NAME:+-$CLUSTER_NAME}"
 KUBECONFIG_FILE="$STATE/kubeconfig$SUFFIX"
-# Which kind of cluster the last `up` made, so that `down` needs no CLUSTER=.
+# Which kind of cluster the last `up` made, so that `down` needs no CLUSTER=
+# and `up` refuses to start a second one of the other kind.
 KIND_FILE="$STATE/cluster-type$SUFFIX"
+# with-cluster.sh sets CREATED_FILE to learn whether `up` created the cluster
+# (and so must remove it afterwards) or reused one that was there already.
+CREATED_FILE="${CREATED_FILE:-}"
 
 # kwokctl keeps its clusters, logs and pid files in KWOK_WORKDIR. It also
 # needs kubectl on PATH, which ./bin provides.
@@ -37,6 +42,28 @@ export PATH="$BIN:$PATH"
 say() { printf '>> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# pin NAME: a version pinned in tools/versions.mk (its `NAME := value` line).
+pin() { awk -v name="$1" '$1 == name && $2 == ":=" { print $3 }' "$ROOT/tools/versions.mk"; }
+
+# created: tell with-cluster.sh that this `up` made a new cluster.
+created() { [[ -z $CREATED_FILE ]] || echo 1 >"$CREATED_FILE"; }
+
+# with_timeout SECONDS CMD...: CMD, stopped with SIGTERM after SECONDS.
+# timeout(1) is GNU coreutils; macOS has none. The watcher's output goes to
+# /dev/null so that a $(...) around this returns when CMD does, not when the
+# watcher's sleep ends.
+with_timeout() {
+	local secs=$1 pid watcher rc=0
+	shift
+	"$@" &
+	pid=$!
+	(sleep "$secs" && kill -TERM "$pid") >/dev/null 2>&1 &
+	watcher=$!
+	wait "$pid" || rc=$?
+	kill "$watcher" 2>/dev/null || true
+	return "$rc"
+}
+
 need_bin() {
 	local b
 	for b in "$@"; do
@@ -44,7 +71,9 @@ need_bin() {
 	done
 }
 
-kubectl_() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+# KUBECTL lets the tests put a stand-in kubectl in place of ./bin/kubectl.
+KUBECTL="${KUBECTL:-$BIN/kubectl}"
+kubectl_() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
 # api_ready succeeds when the API server behind .state/kubeconfig answers /readyz.
 api_ready() {
@@ -103,6 +132,7 @@ kwok_up() {
 			--config "$ROOT/cluster/kwokctl.yaml" \
 			--kubeconfig "$KUBECONFIG_FILE" \
 			--wait 60s
+		created
 	fi
 	"$BIN/kwokctl" get kubeconfig --name "$NAME" >"$KUBECONFIG_FILE.tmp"
 	mv "$KUBECONFIG_FILE.tmp" "$KUBECONFIG_FILE"
@@ -126,30 +156,76 @@ kwok_down() {
 
 # ---------------------------------------------------------------- kind ----
 
+DOCKER="${DOCKER:-docker}"
+# Who needs Docker and what to do instead, for docker_ready's message;
+# deploy.sh sets both through `cluster.sh docker-check`.
+DOCKER_NEEDED_BY="${DOCKER_NEEDED_BY:-CLUSTER=kind}"
+DOCKER_INSTEAD="${DOCKER_INSTEAD:-use the default embedded cluster: make cluster}"
+
 # docker_ready fails within seconds when no Docker engine answers, so that
-# CLUSTER=kind says so at once instead of hanging inside kind.
+# CLUSTER=kind says so at once instead of hanging inside kind. The Makefile
+# runs it (cluster.sh docker-check) before it builds kind and kubectl.
 docker_ready() {
-	command -v docker >/dev/null 2>&1 ||
-		die "CLUSTER=kind needs Docker, and no 'docker' command is on PATH. Install Docker, or use the default embedded cluster: make cluster"
+	command -v "$DOCKER" >/dev/null 2>&1 ||
+		die "$DOCKER_NEEDED_BY needs Docker, and no '$DOCKER' command is on PATH. Install Docker, or $DOCKER_INSTEAD"
 	local out
-	if ! out=$(timeout 10 docker info --format '{{.ServerVersion}}' 2>&1); then
-		die "CLUSTER=kind needs a running Docker engine, and none answered ('docker info': $(echo "$out" | tail -n1)). Start Docker, or use the default embedded cluster: make cluster"
+	if ! out=$(with_timeout 10 "$DOCKER" info --format '{{.ServerVersion}}' 2>&1); then
+		die "$DOCKER_NEEDED_BY needs a running Docker engine, and none answered ('docker info': $(echo "${out:-no answer within 10s}" | tail -n1)). Start Docker, or $DOCKER_INSTEAD"
 	fi
 }
 
 # KIND_BIN lets the tests put a stand-in kind in place of ./bin/kind.
 KIND_BIN="${KIND_BIN:-$BIN/kind}"
+# The node image: kind's own default would be another Kubernetes minor.
+KIND_NODE_IMAGE="${KIND_NODE_IMAGE:-$(pin KIND_NODE_IMAGE)}"
+
+# node_image: the pinned kindest/node, unless it is neither here nor
+# pullable (no registry) and `make kind-image` built one from source.
+node_image() {
+	local local_image
+	local_image="operator-flow/kind-node:$(pin KUBE_VERSION)"
+	if ! "$DOCKER" image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1 &&
+		"$DOCKER" image inspect "$local_image" >/dev/null 2>&1 &&
+		! with_timeout 120 "$DOCKER" pull -q "$KIND_NODE_IMAGE" >/dev/null 2>&1; then
+		say "${KIND_NODE_IMAGE%@*} cannot be pulled here; using $local_image, built from source by 'make kind-image'" >&2
+		echo "$local_image"
+		return
+	fi
+	echo "$KIND_NODE_IMAGE"
+}
+
+# kind_wait_ready: after a reuse, the API server must answer. `kind get
+# clusters` also lists a stopped node (it reads `docker ps -a`): after a
+# `docker stop` or an engine restart the node container is still there but
+# nothing answers. Start it again and wait, or say what is wrong.
+kind_wait_ready() {
+	api_ready && return 0
+	local node="$NAME-control-plane" deadline=$((SECONDS + 90))
+	say "kind node '$node' is not answering; starting its container"
+	"$DOCKER" start "$node" >/dev/null ||
+		die "could not start the kind node container '$node'; remove the cluster with 'make cluster-down' and run 'CLUSTER=kind make cluster' again"
+	until api_ready; do
+		((SECONDS < deadline)) ||
+			die "kind cluster '$NAME' did not answer within 90s of starting its node; see 'docker logs $node', or remove it with 'make cluster-down'"
+		sleep 1
+	done
+}
 
 kind_up() {
-	[[ -x $KIND_BIN ]] || die "$KIND_BIN is missing. Run 'make tools' first."
 	docker_ready
+	[[ -x $KIND_BIN ]] || die "$KIND_BIN is missing. Run 'make tools' first."
 	local start=$SECONDS
 	if has_cluster "$NAME" "$KIND_BIN" get clusters; then
 		say "reusing kind cluster '$NAME'"
 		"$KIND_BIN" export kubeconfig --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" >/dev/null
+		kind_wait_ready
 	else
-		say "creating kind cluster '$NAME'"
-		"$KIND_BIN" create cluster --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" --wait 120s
+		local image
+		image=$(node_image)
+		say "creating kind cluster '$NAME' (node image ${image%@*})"
+		"$KIND_BIN" create cluster --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" \
+			--image "$image" --config "$ROOT/cluster/kind.yaml" --wait 120s
+		created
 	fi
 	echo kind >"$KIND_FILE"
 	say "cluster '$NAME' ready in $((SECONDS - start))s; kubeconfig: ${KUBECONFIG_FILE#"$ROOT"/} (run: eval \$(make env))"
@@ -157,8 +233,20 @@ kind_up() {
 
 kind_down() {
 	docker_ready
+	[[ -x $KIND_BIN ]] || die "$KIND_BIN is missing. Run 'make tools' first."
 	say "deleting kind cluster '$NAME'"
 	"$KIND_BIN" delete cluster --name "$NAME" --kubeconfig "$KUBECONFIG_FILE"
+}
+
+# check_type WANT: refuse to start a cluster of one kind while the last `up`
+# made one of the other kind and no `down` removed it. Without this, kind
+# would merge its context into the kwok cluster's kubeconfig, the tests would
+# silently run on whichever answered, and `down` would remove only one.
+check_type() {
+	local have
+	have=$(cat "$KIND_FILE" 2>/dev/null) || return 0
+	[[ -z $have || $have == "$1" ]] && return 0
+	die "CLUSTER=$1 asks for a $1 cluster, but 'make cluster' made a $have cluster here that is not removed yet (${KIND_FILE#"$ROOT"/}). Remove it first with 'make cluster-down', or keep using it with CLUSTER=$have"
 }
 
 # ---------------------------------------------------------------- main ----
@@ -168,8 +256,8 @@ cmd="${1:-}"
 case "$cmd" in
 up)
 	case "${CLUSTER:-kwok}" in
-	kwok) kwok_up ;;
-	kind) kind_up ;;
+	kwok) check_type kwok && kwok_up ;;
+	kind) check_type kind && kind_up ;;
 	*) die "CLUSTER=${CLUSTER} is not known; use CLUSTER=kwok (default, embedded) or CLUSTER=kind (needs Docker)" ;;
 	esac
 	;;
@@ -180,6 +268,9 @@ down)
 	*) kwok_down ;;
 	esac
 	rm -f "$KUBECONFIG_FILE" "$KIND_FILE"
+	;;
+docker-check)
+	docker_ready
 	;;
 env)
 	echo "export KUBECONFIG='$KUBECONFIG_FILE'"
@@ -197,6 +288,6 @@ status)
 	fi
 	;;
 *)
-	die "usage: cluster.sh up|down|env|status|kubeconfig"
+	die "usage: cluster.sh up|down|env|status|kubeconfig|docker-check"
 	;;
 esac

@@ -83,6 +83,10 @@ func run(m *testing.M, crds []string, private bool) int {
 		testEnv.Setup(envfuncs.CreateClusterWithConfig(provider, name, clusterConfig(root)))
 		if os.Getenv("CLUSTER") != "kind" {
 			testEnv.Setup(addKwokNode(root))
+		} else {
+			// e2e-framework creates kind clusters without --wait: the node
+			// may not be Ready (no CNI yet) when the first test starts.
+			testEnv.Setup(waitNodeReady(name + "-control-plane"))
 		}
 		testEnv.Finish(destroy(provider, name))
 	}
@@ -121,7 +125,22 @@ func newProvider(root string) (support.E2EClusterProvider, string, error) {
 		if err := dockerReady(); err != nil {
 			return nil, "", err
 		}
-		return kind.NewProvider().WithPath(filepath.Join(bin, "kind")), name, nil
+		// Without ./bin/kind, e2e-framework would `go install` a kind of
+		// its own choosing (another version, another default node image).
+		if _, err := os.Stat(filepath.Join(bin, "kind")); err != nil {
+			return nil, "", fmt.Errorf("%s is missing: run 'CLUSTER=kind make cluster' or 'make tools' first", filepath.Join(bin, "kind"))
+		}
+		// KIND_NODE_IMAGE overrides the pin, as for cluster.sh: where
+		// kindest/node cannot be pulled, the image `make kind-image` built
+		// (operator-flow/kind-node:KUBE_VERSION).
+		image := os.Getenv("KIND_NODE_IMAGE")
+		if image == "" {
+			var err error
+			if image, err = pin(root, "KIND_NODE_IMAGE"); err != nil {
+				return nil, "", err
+			}
+		}
+		return kind.NewProvider().WithPath(filepath.Join(bin, "kind")).WithOpts(kind.WithImage(image)), name, nil
 	case "", "kwok":
 		for _, b := range []string{"kwokctl", "kwok", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"} {
 			if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
@@ -142,13 +161,39 @@ func newProvider(root string) (support.E2EClusterProvider, string, error) {
 	}
 }
 
-// clusterConfig is the provider's configuration file: kwokctl's for kwok,
-// none for kind.
+// clusterConfig is the provider's configuration file, the one cluster.sh
+// gives kwokctl or kind.
 func clusterConfig(root string) string {
 	if os.Getenv("CLUSTER") == "kind" {
-		return ""
+		return filepath.Join(root, "cluster", "kind.yaml")
 	}
 	return filepath.Join(root, "cluster", "kwokctl.yaml")
+}
+
+// pin reads a `NAME := value` line of tools/versions.mk, where every pinned
+// version lives.
+func pin(root, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "tools", "versions.mk"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == name && f[1] == ":=" {
+			return f[2], nil
+		}
+	}
+	return "", fmt.Errorf("tools/versions.mk pins no %s", name)
+}
+
+// waitNodeReady waits until the named node reports Ready.
+func waitNodeReady(node string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		c, err := NewClients(cfg.Client().RESTConfig())
+		if err != nil {
+			return ctx, err
+		}
+		return ctx, c.WaitNodeReady(ctx, node, 2*time.Minute)
+	}
 }
 
 // addKwokNode creates the simulated node from cluster/node.yaml (as `make

@@ -13,7 +13,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN="$ROOT/bin"
 STATE="$ROOT/.state"
-export KUBECONFIG="$("$ROOT/cluster/cluster.sh" kubeconfig)"
+KUBECONFIG=$("$ROOT/cluster/cluster.sh" kubeconfig)
+export KUBECONFIG
 export PATH="$BIN:$PATH"
 PIDFILE="$STATE/lab-operator${CLUSTER_NAME:+-$CLUSTER_NAME}.pid"
 
@@ -53,7 +54,9 @@ stop_operator() {
 	local pid
 	pid=$(cat "$PIDFILE")
 	# Only signal the process we started: the pid must still be our operator.
-	if kill -0 "$pid" 2>/dev/null && grep -q "$STATE/lab/operator-" "/proc/$pid/cmdline" 2>/dev/null; then
+	# ps -o command= prints its command line on Linux and macOS alike
+	# (macOS has no /proc).
+	if kill -0 "$pid" 2>/dev/null && ps -p "$pid" -o command= 2>/dev/null | grep -q "$STATE/lab/operator-"; then
 		say "stopping the lab operator (pid $pid)"
 		kill -TERM "$pid"
 		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -118,9 +121,11 @@ lab)
 		wait_converged "$ns" || die "the samples did not converge within 60s; read the operator's log: ${log#"$ROOT"/}"
 		# Samples an earlier lab converged prove nothing: the operator must
 		# still run (stage 05 stops at once when port 8081 or 8443 is taken).
-		# It is our child, so once exited it is a zombie until we exit.
+		# It is our child, so once exited it is a zombie (ps state Z) until
+		# we exit, and kill -0 still reaches it.
 		pid=$(cat "$PIDFILE")
-		if grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null || [[ ! -e /proc/$pid ]]; then
+		state=$(ps -p "$pid" -o stat= 2>/dev/null || true)
+		if [[ -z $state || $state == Z* ]]; then
 			rm -f "$PIDFILE"
 			tail -n 3 "$log" >&2
 			die "the stage ${dir%%-*} operator stopped at once; its log: ${log#"$ROOT"/}"

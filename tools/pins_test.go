@@ -30,6 +30,7 @@ func TestModulesMatchPins(t *testing.T) {
 	p := pins(t)
 	for _, tc := range []struct{ pin, gomod, module string }{
 		{"KUBE_VERSION", "kube/go.mod", "k8s.io/kubernetes"},
+		{"KUBE_VERSION", "kind/go.mod", "k8s.io/kubernetes"},
 		{"ETCD_VERSION", "etcd/go.mod", "go.etcd.io/etcd/server/v3"},
 	} {
 		b, err := os.ReadFile(tc.gomod)
@@ -52,19 +53,21 @@ func TestModulesMatchPins(t *testing.T) {
 // tools/kube replaces is pinned to the v0.x twin of KUBE_VERSION.
 func TestStagingModulesMatchKube(t *testing.T) {
 	want := "v0" + strings.TrimPrefix(pins(t)["KUBE_VERSION"], "v1")
-	b, err := os.ReadFile("kube/go.mod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, m := range regexp.MustCompile(`(?m)^\s*(k8s\.io/\S+) => \S+ (v\S+)$`).FindAllStringSubmatch(string(b), -1) {
-		n++
-		if m[2] != want {
-			t.Errorf("kube/go.mod replaces %s with %s, want %s", m[1], m[2], want)
+	for _, gomod := range []string{"kube/go.mod", "kind/go.mod"} {
+		b, err := os.ReadFile(gomod)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n < 30 {
-		t.Errorf("kube/go.mod has %d staging replace directives, want all of them (30+)", n)
+		n := 0
+		for _, m := range regexp.MustCompile(`(?m)^\s*(k8s\.io/\S+) => \S+ (v\S+)$`).FindAllStringSubmatch(string(b), -1) {
+			n++
+			if m[2] != want {
+				t.Errorf("%s replaces %s with %s, want %s", gomod, m[1], m[2], want)
+			}
+		}
+		if n < 30 {
+			t.Errorf("%s has %d staging replace directives, want all of them (30+)", gomod, n)
+		}
 	}
 }
 
@@ -77,5 +80,18 @@ func TestKwokctlConfigMatchesPin(t *testing.T) {
 	want := "kubeVersion: " + pins(t)["KUBE_VERSION"]
 	if !strings.Contains(string(b), want) {
 		t.Errorf("cluster/kwokctl.yaml does not say %q", want)
+	}
+}
+
+// TestKindNodeImageMatchesPin: the kind cluster runs the kwok cluster's
+// Kubernetes minor, from an image pinned by digest (a tag can be moved).
+func TestKindNodeImageMatchesPin(t *testing.T) {
+	p := pins(t)
+	m := regexp.MustCompile(`^kindest/node:(v\d+\.\d+)\.\d+@sha256:[0-9a-f]{64}$`).FindStringSubmatch(p["KIND_NODE_IMAGE"])
+	if m == nil {
+		t.Fatalf("KIND_NODE_IMAGE=%q: want kindest/node:vX.Y.Z@sha256:<digest>", p["KIND_NODE_IMAGE"])
+	}
+	if kube := p["KUBE_VERSION"]; !strings.HasPrefix(kube, m[1]+".") {
+		t.Errorf("KIND_NODE_IMAGE is Kubernetes %s, but KUBE_VERSION is %s: the two clusters must share a minor", m[1], kube)
 	}
 }

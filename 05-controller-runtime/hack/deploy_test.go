@@ -4,9 +4,11 @@
 package hack
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,11 +77,13 @@ func TestKwokExplainsOutOfCluster(t *testing.T) {
 func TestKindPathCommands(t *testing.T) {
 	calls := filepath.Join(t.TempDir(), "calls")
 	dir := standIns(t, map[string]string{
-		// An engine that answers; `build` also lists its context.
+		// An engine that answers; `build` also lists its context and
+		// keeps the binary it was sent.
 		"docker": `echo "docker $*" >>"$CALLS"
 case "$1" in
 info) echo 28.2.2 ;;
-build) for a; do last=$a; done; ls -A "$last" | sed 's/^/context: /' >>"$CALLS" ;;
+version) echo amd64 ;;
+build) for a; do last=$a; done; ls -A "$last" | sed 's/^/context: /' >>"$CALLS"; cp "$last/manager" "$MANAGER" ;;
 esac
 `,
 		// `kind get clusters` lists the cluster once `create` has run.
@@ -91,8 +95,9 @@ esac
 		"kubectl": `echo "kubectl $*" >>"$CALLS"` + "\n",
 	})
 	name := "fake-deploy-5"
+	manager := filepath.Join(t.TempDir(), "manager")
 	env := []string{
-		"CLUSTER=kind", "CLUSTER_NAME=" + name, "FAKE_NAME=" + name, "CALLS=" + calls,
+		"CLUSTER=kind", "CLUSTER_NAME=" + name, "FAKE_NAME=" + name, "CALLS=" + calls, "MANAGER=" + manager,
 		"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"DOCKER=" + filepath.Join(dir, "docker"), "KIND_BIN=" + filepath.Join(dir, "kind"), "KUBECTL=" + filepath.Join(dir, "kubectl"),
 	}
@@ -115,9 +120,8 @@ esac
 	got := string(b)
 	for _, want := range []string{
 		"kind create cluster --name " + name,
-		"docker build -t operator-flow-05:dev -f ",
-		"/05-controller-runtime/Dockerfile ",
-		"context: go.mod", "context: go.sum", "context: apicount", "context: 05-controller-runtime",
+		"docker build -t operator-flow-05:dev /",
+		"context: Dockerfile", "context: manager",
 		"kind load docker-image operator-flow-05:dev --name " + name,
 		"apply --server-side -f " + "", "/05-controller-runtime/config/crd",
 		"apply --server-side -k ", "/05-controller-runtime/config/default",
@@ -127,11 +131,58 @@ esac
 			t.Errorf("no call with %q; the calls were:\n%s", want, got)
 		}
 	}
-	// The build context is small: ./bin (the cluster binaries) and .state
-	// never reach the Docker engine.
-	for _, unwanted := range []string{"context: bin", "context: .state"} {
+	// The build context is the binary and the Dockerfile: no source, and
+	// never ./bin (the cluster binaries) or .state.
+	for _, unwanted := range []string{"context: bin", "context: .state", "context: go.mod", "context: " + "05-controller-runtime"} {
 		if strings.Contains(got, unwanted) {
 			t.Errorf("the build context holds %q:\n%s", strings.TrimPrefix(unwanted, "context: "), got)
 		}
+	}
+	checkStaticLinux(t, manager, "amd64")
+}
+
+// checkStaticLinux fails unless path is a Linux ELF executable for arch with
+// no program interpreter: a static binary, which is all a FROM scratch image
+// can run.
+func checkStaticLinux(t *testing.T, path, arch string) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("the binary sent to docker build: %v", err)
+	}
+	defer f.Close()
+	machine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]
+	if f.Machine != machine {
+		t.Errorf("the binary is for %s, want %s (the engine's architecture)", f.Machine, machine)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("the binary is dynamically linked (it has a program interpreter); FROM scratch has no libc to load")
+		}
+	}
+}
+
+// TestDockerfilePullsNothing: the image must build with no registry, and
+// run as a numeric non-root user (Pod Security "restricted").
+func TestDockerfilePullsNothing(t *testing.T) {
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from, user []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && strings.EqualFold(f[0], "FROM") {
+			from = append(from, f[1])
+		}
+		if len(f) > 1 && strings.EqualFold(f[0], "USER") {
+			user = append(user, f[1])
+		}
+	}
+	if strings.Join(from, " ") != "scratch" {
+		t.Errorf("the Dockerfile starts FROM %v; only scratch needs no pull", from)
+	}
+	if len(user) != 1 || !regexp.MustCompile(`^[1-9][0-9]*:[1-9][0-9]*$`).MatchString(user[0]) {
+		t.Errorf("USER %v: want one numeric non-root uid:gid, which runAsNonRoot can check without /etc/passwd", user)
 	}
 }

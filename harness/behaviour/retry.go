@@ -63,6 +63,16 @@ func retryFeature(s Stage) features.Feature {
 			if _, err := f.C.Kube.CoreV1().ResourceQuotas(f.NS).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			// The API server enforces a quota once kube-controller-manager
+			// has written its status; a create before that is let through.
+			harness.Eventually(t, converge, "the quota's status", func(ctx context.Context) (bool, string, error) {
+				q, err := f.c.Kube.CoreV1().ResourceQuotas(f.ns).Get(ctx, quota.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				_, ok := q.Status.Hard["count/deployments.apps"]
+				return ok, "status.hard not written yet", nil
+			})
 			p = newAPIProxy(t, operatorIdentity(t, f))
 			f.Kubeconfig = p.kubeconfig
 			f.start(t)

@@ -1,0 +1,27 @@
+package harness
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestKindClusterSettings: the harness's private kind clusters get what
+// cluster.sh gives the workshop's: the pinned node image and cluster/kind.yaml.
+func TestKindClusterSettings(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	image, err := pin(root, "KIND_NODE_IMAGE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(image, "kindest/node:") || !strings.Contains(image, "@sha256:") {
+		t.Errorf("KIND_NODE_IMAGE=%q: want a kindest/node image pinned by digest", image)
+	}
+	t.Setenv("CLUSTER", "kind")
+	if _, err := os.Stat(clusterConfig(root)); err != nil {
+		t.Errorf("the kind config the harness passes: %v", err)
+	}
+}
