@@ -66,7 +66,7 @@ func retryFeature(s Stage) features.Feature {
 			// The API server enforces a quota once kube-controller-manager
 			// has written its status; a create before that is let through.
 			harness.Eventually(t, converge, "the quota's status", func(ctx context.Context) (bool, string, error) {
-				q, err := f.c.Kube.CoreV1().ResourceQuotas(f.ns).Get(ctx, quota.Name, metav1.GetOptions{})
+				q, err := f.C.Kube.CoreV1().ResourceQuotas(f.NS).Get(ctx, quota.Name, metav1.GetOptions{})
 				if err != nil {
 					return false, "", err
 				}
