@@ -125,11 +125,15 @@ func checkLab(t *testing.T, n int, out string) {
 	}
 	// An earlier lab's operator may have booked the samples already, so
 	// "Booked" alone proves nothing about this one: its own log must show
-	// that it looked at them ("booked" or "in sync").
-	log, _ := os.ReadFile(harness.RepoPath(".state", "logs", fmt.Sprintf("lab-%s-%s.log", dir[:2], labCluster)))
-	if !lineWith(string(log), "amsterdam-lisbon", "booked") && !lineWith(string(log), "amsterdam-lisbon", "in sync") {
-		t.Errorf("the stage %s lab operator's log does not show it booking ticket amsterdam-lisbon or finding it in sync:\n%s", dir, lastLines(string(log), 14))
-	}
+	// that it looked at them ("booked" or "in sync"). make lab-N returns
+	// as soon as the samples show Booked, which they may have shown before
+	// this operator started, so its log is polled for that line.
+	logFile := harness.RepoPath(".state", "logs", fmt.Sprintf("lab-%s-%s.log", dir[:2], labCluster))
+	harness.Eventually(t, 30*time.Second, fmt.Sprintf("the stage %s lab operator's log to show it booking ticket amsterdam-lisbon or finding it in sync", dir), func(context.Context) (bool, string, error) {
+		log, _ := os.ReadFile(logFile)
+		found := lineWith(string(log), "amsterdam-lisbon", "booked") || lineWith(string(log), "amsterdam-lisbon", "in sync")
+		return found, "the log ends:\n" + lastLines(string(log), 14), nil
+	})
 	if !strings.Contains(out, "logger-heartbeat") {
 		t.Errorf("make lab-%d did not show the Logger's Deployment:\n%s", n, lastLines(out, 14))
 	}
