@@ -143,25 +143,11 @@ func (c *controller) processNextWorkItem(ctx context.Context) bool {
 
 // The syncHandlers come next in the flow: syncTicket (tickets.go) and
 // syncLogger (loggers.go), each ending in its status update. Below: how keys
-// get into the queues.
+// get into the queues (the Deployments' handler, handleObject, is in
+// loggers.go).
 
 // enqueue queues the key of a ticket or Logger that an event was about.
 // Whatever happened to the object, a worker will look at all of it.
 func (c *controller) enqueue(obj metav1.Object) {
 	c.queue.Add(key(obj))
-}
-
-// handleObject queues the Logger that a Deployment event concerns: a
-// Deployment scaled, edited or deleted behind our back is drift to repair,
-// and one whose pods became available changes its Logger's state. Nothing
-// but its labels links a Deployment to its Logger (owner references are
-// stage 06's lesson). The informer holds only Deployments labelled
-// managed-by this operator; app.kubernetes.io/instance names the Logger.
-func (o *operator) handleObject(obj metav1.Object) {
-	logger := obj.GetLabels()[instanceLabel]
-	if logger == "" {
-		log.Printf("deployments: %s has no %s label: not the Deployment of a Logger", key(obj), instanceLabel)
-		return
-	}
-	o.loggerController.queue.Add(obj.GetNamespace() + "/" + logger)
 }

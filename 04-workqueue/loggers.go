@@ -131,3 +131,18 @@ func (o *operator) deleteDeployment(ctx context.Context, namespace, logger strin
 	log.Printf("deleted Deployment %s/%s", namespace, d.Name)
 	return nil
 }
+
+// handleObject queues the Logger that a Deployment event concerns: a
+// Deployment scaled, edited or deleted behind our back is drift to repair,
+// and one whose pods became available changes its Logger's state. Nothing
+// but its labels links a Deployment to its Logger (owner references are
+// stage 06's lesson). The informer holds only Deployments labelled
+// managed-by this operator; app.kubernetes.io/instance names the Logger.
+func (o *operator) handleObject(obj metav1.Object) {
+	logger := obj.GetLabels()[instanceLabel]
+	if logger == "" {
+		log.Printf("deployments: %s has no %s label: not the Deployment of a Logger", key(obj), instanceLabel)
+		return
+	}
+	o.loggerController.queue.Add(obj.GetNamespace() + "/" + logger)
+}

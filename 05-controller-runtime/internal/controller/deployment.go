@@ -111,7 +111,7 @@ func repairPatch(want *appsv1.Deployment) []byte {
 
 // loggerState is status.state of a Logger whose Deployment is d (nil when
 // there is none).
-func loggerState(d *appsv1.Deployment) examplev1.LoggerState {
+func loggerState(d *appsv1.Deployment) string {
 	if d != nil && d.Status.AvailableReplicas > 0 {
 		return examplev1.StateAvailable
 	}

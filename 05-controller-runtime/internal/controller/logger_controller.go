@@ -27,28 +27,16 @@ import (
 // +kubebuilder:rbac:groups=example.com,resources=loggers,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch;delete
 
-// CacheByObject tells the Manager's cache to hold only the Deployments this
-// operator made (main.go passes it to cache.Options.ByObject), as 04's
-// informer did with its label selector: the cache holds what the operator
-// needs, not every Deployment in the cluster, and a Deployment someone else
-// made is never seen, so never touched.
-func CacheByObject() map[client.Object]cache.ByObject {
-	selector, _ := labels.Parse(managedBySelector) // a constant that parses
-	return map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Label: selector}}
-}
-
-// LoggerReconciler keeps one Deployment per Logger, repairs drift in it,
-// deletes it when the Logger is gone, and writes the Logger's status.state.
+// LoggerReconciler is the Logger controller.
 type LoggerReconciler struct {
 	client.Client
 	// Image is the logger container's image (the --logger-image flag).
 	Image string
 }
 
-// SetupWithManager registers the controller. It reconciles a Logger when the
-// Logger changes (For) and when one of its Deployments changes (Watches), so
-// that a Deployment scaled, edited or deleted behind the operator's back is
-// repaired, and a Deployment becoming available updates status.state.
+// SetupWithManager registers the controller: it reconciles a Logger when the
+// Logger changes (For) and when one of its Deployments changes (Watches,
+// with handleObject), workers at a time (04's --workers).
 func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&examplev1.Logger{}).
@@ -57,36 +45,31 @@ func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 		Complete(r)
 }
 
-// handleObject maps a Deployment event to the Logger to reconcile. Nothing
-// but its labels links a Deployment to its Logger (owner references are
-// stage 06's lesson). The cache holds only Deployments labelled managed-by
-// this operator (CacheByObject); app.kubernetes.io/instance names the
-// Logger.
-func handleObject(ctx context.Context, obj client.Object) []reconcile.Request {
-	logger := obj.GetLabels()[instanceLabel]
-	if logger == "" {
-		logf.FromContext(ctx).Info("not the Deployment of a Logger", "deployment", client.ObjectKeyFromObject(obj), "missingLabel", instanceLabel)
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: logger}}}
+// CacheByObject tells the Manager's cache to hold only the Deployments this
+// operator made (main.go passes it to cache.Options.ByObject), as 04's
+// informer did with its label selector.
+func CacheByObject() map[client.Object]cache.ByObject {
+	selector, _ := labels.Parse(managedBySelector) // a constant that parses
+	return map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Label: selector}}
 }
 
-// Reconcile makes the world match one Logger: 04's syncLogger, called by
-// controller-runtime with the Logger's namespace/name. It looks at what
-// exists now and acts on that, so it is the same code whether the Logger
-// was created, edited or deleted, or its Deployment was changed.
+// Reconcile is the Logger controller's syncHandler. It makes the Logger's
+// Deployment match the Logger, then sets the Logger's status.state from the
+// Deployment; when the Logger is gone, it deletes the Deployment. Its key
+// comes from the Logger's own events and from its Deployment's (drift), and
+// it does the same whichever it was. controller-runtime's workers call it
+// with the key, as 04's called syncLogger.
 func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx) // already carries the Logger's namespace and name
+	log := logf.FromContext(ctx) // carries the Logger's namespace and name
 	namespace, name := req.Namespace, req.Name
 
-	// 1. Read the Logger from the cache (a deep copy, ours to change).
-	var l examplev1.Logger
+	var l examplev1.Logger // from the cache: a deep copy, ours to change
 	if err := r.Get(ctx, req.NamespacedName, &l); apierrors.IsNotFound(err) {
-		// 2. The Logger is gone. The queue holds names, not events, so this
-		//    is what a delete looks like here. It also catches a Logger
-		//    deleted while the operator was down: at start-up the
-		//    Deployment watch lists its Deployment, handleObject maps it
-		//    here, and here it is, gone.
+		// The Logger is gone. The queue holds names, not events, so this is
+		// what a delete looks like here. It also catches a Logger deleted
+		// while the operator was down: at start-up the Deployment watch
+		// lists its Deployment, handleObject queues the Logger, and here it
+		// is, gone.
 		return ctrl.Result{}, r.deleteDeployment(ctx, namespace, name)
 	} else if err != nil {
 		return ctrl.Result{}, err
@@ -94,11 +77,7 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := checkSpec(l.Spec); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	// 3. Work out the Deployment the Logger asks for.
 	want := desiredDeployment(namespace, name, l.Spec, r.Image)
-
-	// 4. Create it, or repair it when it drifted.
 	wrote := true
 	var d appsv1.Deployment
 	err := r.Get(ctx, client.ObjectKeyFromObject(want), &d)
@@ -111,8 +90,8 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			log.Info("Deployment exists but is not in the cache yet; its event will follow", "deployment", want.Name)
 			return ctrl.Result{}, nil
 		} else if err != nil {
-			// Returned, so that controller-runtime tries again with backoff
-			// (a quota, an admission policy, the API server being away).
+			// Returned, so the queue tries again with backoff (a quota, an
+			// admission policy, the API server being away).
 			return ctrl.Result{}, fmt.Errorf("creating Deployment %s: %w", want.Name, err)
 		}
 		log.Info("created deployment", "deployment", want.Name)
@@ -120,8 +99,6 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	case err != nil:
 		return ctrl.Result{}, err
 	case deploymentDrifted(&d, want):
-		// The same JSON merge patch as 02 to 04 (repairPatch says why not
-		// an Update), sent through controller-runtime's client.
 		if err := r.Patch(ctx, &d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
 			return ctrl.Result{}, fmt.Errorf("updating Deployment %s: %w", want.Name, err)
 		}
@@ -129,13 +106,8 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	default:
 		wrote = false
 	}
-
-	// 5. Report whether its pods are up, writing only when the state
-	//    changed.
 	changed, err := r.writeState(ctx, &l, loggerState(&d))
 	if err == nil && !changed && !wrote {
-		// docs/behaviour.md: "in sync" plus namespace/name, which tests
-		// and `make bench` wait for.
 		log.Info("in sync", "key", req.String())
 	}
 	return ctrl.Result{}, err
@@ -143,11 +115,10 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // checkSpec refuses a spec the operator cannot act on: an interval under a
 // second makes a pod that prints without pause, and the API server refuses a
-// Deployment with negative replicas every time. The CRD rejects both, but
+// Deployment with negative replicas every time. 01's CRD rejects both, but
 // an object stored before its schema had these bounds can still carry them.
-// Trying again would not change the spec, so the error is terminal:
-// controller-runtime logs it and does not retry until the Logger changes
-// (04's errPermanent).
+// Trying again would not change the spec, so the error is terminal (04's
+// errPermanent): controller-runtime logs it and does not retry.
 func checkSpec(s examplev1.LoggerSpec) error {
 	if s.TimeInterval < 1 {
 		return reconcile.TerminalError(fmt.Errorf("spec.timeInterval is %d, and must be at least 1", s.TimeInterval))
@@ -158,14 +129,13 @@ func checkSpec(s examplev1.LoggerSpec) error {
 	return nil
 }
 
-// writeState sets status.state when it differs, and reports whether it
-// wrote. Without a status subresource (stage 06 adds one) status is an
-// ordinary part of the object. 04 sent an Update of the whole Logger; this
+// writeState sets status.state (no status subresource yet) when it differs,
+// and reports whether it wrote. 04 sent an Update of the whole Logger; this
 // is a merge patch of just status.state: the Deployment events that bring
 // us here often arrive before the event of our own last write, so the
 // cached Logger is a version behind, and an Update, which carries its
 // resourceVersion, would fail with 409 Conflict for nothing.
-func (r *LoggerReconciler) writeState(ctx context.Context, l *examplev1.Logger, state examplev1.LoggerState) (bool, error) {
+func (r *LoggerReconciler) writeState(ctx context.Context, l *examplev1.Logger, state string) (bool, error) {
 	if l.Status.State == state {
 		return false, nil
 	}
@@ -192,9 +162,26 @@ func (r *LoggerReconciler) deleteDeployment(ctx context.Context, namespace, logg
 	// precondition makes the API server refuse if the Deployment was
 	// replaced by another of the same name since the cache saw it.
 	err := r.Delete(ctx, &d, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &d.UID})
-	if err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("deleting Deployment %s: %w", d.Name, err))
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("deleting Deployment %s: %w", d.Name, err)
 	}
 	logf.FromContext(ctx).Info("deleted deployment of a deleted logger", "deployment", d.Name)
 	return nil
+}
+
+// handleObject maps a Deployment event to the Logger it concerns: a
+// Deployment scaled, edited or deleted behind our back is drift to repair,
+// and one whose pods became available changes its Logger's state. Nothing
+// but its labels links a Deployment to its Logger (owner references are
+// stage 06's lesson). The cache holds only Deployments labelled
+// managed-by this operator; app.kubernetes.io/instance names the Logger.
+func handleObject(ctx context.Context, obj client.Object) []reconcile.Request {
+	logger := obj.GetLabels()[instanceLabel]
+	if logger == "" {
+		logf.FromContext(ctx).Info("not the Deployment of a Logger", "deployment", client.ObjectKeyFromObject(obj), "missingLabel", instanceLabel)
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: logger}}}
 }

@@ -9,11 +9,6 @@ import (
 	flightsv1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/flights/v1"
 )
 
-// bookingMessage is the booking, exactly as docs/behaviour.md words it.
-func bookingMessage(spec flightsv1.FlightTicketSpec) string {
-	return fmt.Sprintf("Booked %d seat(s) from %s to %s", spec.Number, spec.From, spec.To)
-}
-
 // bookedStatus is the status of a ticket whose seats are held for its
 // current spec.
 func bookedStatus(t *flightsv1.FlightTicket) flightsv1.FlightTicketStatus {

@@ -29,7 +29,6 @@ import (
 // The permissions of the Logger controller, for controller-gen. No "get":
 // reads go to the cache, which lists and watches. No "delete" on
 // Deployments any more: the garbage collector deletes them.
-//
 // loggers/finalizers: the Deployment's owner reference sets
 // blockOwnerDeletion, and clusters that enable the
 // OwnerReferencesPermissionEnforcement admission plugin (OpenShift does)
@@ -41,18 +40,7 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// CacheByObject tells the Manager's cache to hold only the Deployments this
-// operator made (main.go passes it to cache.Options.ByObject), as 04's
-// informer did with its label selector: the cache holds what the operator
-// needs, not every Deployment in the cluster, and a Deployment someone else
-// made is never seen, so never touched.
-func CacheByObject() map[client.Object]cache.ByObject {
-	selector, _ := labels.Parse(managedBySelector) // a constant that parses
-	return map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Label: selector}}
-}
-
-// LoggerReconciler keeps one Deployment per Logger, owned by it, repairs
-// drift in it, and writes the Logger's conditions.
+// LoggerReconciler is the Logger controller.
 type LoggerReconciler struct {
 	client.Client
 	// Image is the logger container's image (the --logger-image flag).
@@ -60,21 +48,14 @@ type LoggerReconciler struct {
 	Recorder recorder.EventRecorder
 }
 
-// SetupWithManager registers the controller. It reconciles a Logger when the
-// Logger's spec changes (For) and when a Deployment it controls changes
-// (Owns), so that a Deployment scaled, edited or deleted behind the
-// operator's back is repaired, and a Deployment becoming available updates
-// the conditions.
-//
-// Owns replaces 05's handleObject: it maps a Deployment event to the Logger
-// named in the Deployment's controller owner reference, not to the one its
-// labels name.
-//
-// GenerationChangedPredicate on the Logger drops its status-only updates,
-// as for tickets (flightticket_controller.go says why). A Logger's status
-// depends on its Deployment, and that dependency has a watch of its own
-// (Owns, no predicate), so no change the predicate drops is one the
-// reconciler needs to see.
+// SetupWithManager registers the controller: it reconciles a Logger when the
+// Logger changes (For) and when a Deployment it controls changes (Owns),
+// workers at a time (04's --workers). Owns replaces 05's handleObject: it
+// maps a Deployment event to the Logger named in the Deployment's controller
+// owner reference, not to the one its labels name. GenerationChangedPredicate
+// drops the Logger's status-only updates, as for tickets
+// (flightticket_controller.go says why); the Deployment, which the status
+// depends on, has a watch of its own.
 func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&examplev1.Logger{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -83,47 +64,51 @@ func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 		Complete(r)
 }
 
-// Reconcile makes the world match one Logger. It looks at what exists now
-// and acts on that, so it is the same code whether the Logger was created or
-// edited, or its Deployment was changed.
+// CacheByObject tells the Manager's cache to hold only the Deployments this
+// operator made (main.go passes it to cache.Options.ByObject), as 04's
+// informer did with its label selector.
+func CacheByObject() map[client.Object]cache.ByObject {
+	selector, _ := labels.Parse(managedBySelector) // a constant that parses
+	return map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Label: selector}}
+}
+
+// Reconcile is the Logger controller's syncHandler. It makes the Logger's
+// Deployment match the Logger, then sets the Logger's conditions from the
+// Deployment. Its key comes from the Logger's own events and from its
+// Deployment's (drift), and it does the same whichever it was.
+// controller-runtime's workers call it with the key, as 04's called
+// syncLogger.
 func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := logf.FromContext(ctx) // already carries the Logger's namespace and name
+	log := logf.FromContext(ctx) // carries the Logger's namespace and name
 	namespace, name := req.Namespace, req.Name
 
-	// 1. Read the Logger from the cache (a deep copy, ours to change).
-	var l examplev1.Logger
+	var l examplev1.Logger // from the cache: a deep copy, ours to change
 	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
 		// NotFound: the Logger is gone. Its Deployment names it as owner,
 		// so the garbage collector deletes the Deployment: nothing is left
 		// to us, whether we ran when the Logger was deleted or not.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-
-	// 2. Being deleted: with foreground deletion the Logger stays until the
-	//    garbage collector has deleted its Deployment. Creating or
-	//    repairing the Deployment now would fight the garbage collector.
 	if !l.DeletionTimestamp.IsZero() {
+		// With foreground deletion the Logger stays until the garbage
+		// collector has deleted its Deployment; creating or repairing the
+		// Deployment now would fight the garbage collector.
 		log.Info("being deleted; the garbage collector removes its deployment")
 		return ctrl.Result{}, nil
 	}
 	if err := checkSpec(l.Spec); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	// 3. Work out the Deployment the Logger asks for, owned by the Logger.
 	want := desiredDeployment(namespace, name, l.Spec, r.Image)
 	if err := controllerutil.SetControllerReference(&l, want, r.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	// 4. Create it, adopt it, or repair it when it drifted. The API
-	//    server's refusal is a failure: a Warning Event, the Degraded
-	//    condition (step 5), and the error returned at the end, so that
-	//    controller-runtime retries with backoff.
+	// The API server's refusal to create, adopt or repair the Deployment is
+	// a failure: a Warning Event, the Degraded condition, and the error
+	// returned at the end, so that controller-runtime retries with backoff.
 	wrote := true
 	var failure *deploymentFailure
 	var d appsv1.Deployment
-	have := &d // the Deployment the Logger controls (nil when there is none)
 	err := r.Get(ctx, client.ObjectKeyFromObject(want), &d)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -150,8 +135,6 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{}, err
 		}
 	case deploymentDrifted(&d, want):
-		// The same JSON merge patch as 02 to 05 (repairPatch says why not
-		// an Update), sent through controller-runtime's client.
 		if err := r.Patch(ctx, &d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
 			failure = &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("updating Deployment %s: %w", want.Name, err)}
 		} else {
@@ -164,16 +147,12 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if failure != nil {
 		r.Recorder.Eventf(&l, nil, corev1.EventTypeWarning, EventReasonFailed, "Reconcile", "%v", failure)
 	}
+	have := &d // the Deployment the Logger controls: none created, or someone else's, is nil
 	if !metav1.IsControlledBy(&d, &l) {
-		have = nil // none created, or someone else's
+		have = nil
 	}
-
-	// 5. Report: conditions (and the state derived from them), written
-	//    only when they changed.
 	changed, err := r.writeStatus(ctx, &l, loggerStatus(&l, have, failure))
 	if err == nil && !changed && !wrote {
-		// docs/behaviour.md: "in sync" plus namespace/name, which tests
-		// and `make bench` wait for.
 		log.Info("in sync", "key", req.String())
 	}
 	if err == nil && failure != nil {
@@ -184,18 +163,37 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	return ctrl.Result{}, err
 }
 
-// deploymentFailure is the API server's refusal to let the operator make
-// the Deployment right. Its reason becomes the reason of the Degraded
-// condition. Other errors (a 409 Conflict because the cache was a step
-// behind, the cache failing) are retried with backoff too, but do not make
-// the Logger Degraded: they will most likely pass on the next try.
-type deploymentFailure struct {
-	reason string // examplev1.ReasonCreateFailed, ReasonUpdateFailed or ReasonNotOwned
-	err    error
+// checkSpec refuses a spec the operator cannot act on: an interval under a
+// second makes a pod that prints without pause, and the API server refuses a
+// Deployment with negative replicas every time. 01's CRD rejects both, but
+// an object stored before its schema had these bounds can still carry them.
+// Trying again would not change the spec, so the error is terminal (04's
+// errPermanent): controller-runtime logs it and does not retry.
+func checkSpec(s examplev1.LoggerSpec) error {
+	if s.TimeInterval < 1 {
+		return reconcile.TerminalError(fmt.Errorf("spec.timeInterval is %d, and must be at least 1", s.TimeInterval))
+	}
+	if r := ptr.Deref(s.Replicas, 1); r < 0 {
+		return reconcile.TerminalError(fmt.Errorf("spec.replicas is %d, and must not be negative", r))
+	}
+	return nil
 }
 
-func (f *deploymentFailure) Error() string { return f.err.Error() }
-func (f *deploymentFailure) Unwrap() error { return f.err }
+// writeStatus sends the difference between the Logger's status and want as
+// a JSON merge patch to loggers/status, as for tickets
+// (flightticket_controller.go), and reports whether it wrote.
+func (r *LoggerReconciler) writeStatus(ctx context.Context, l *examplev1.Logger, want examplev1.LoggerStatus) (bool, error) {
+	if equality.Semantic.DeepEqual(l.Status, want) {
+		return false, nil
+	}
+	patch := client.MergeFrom(l.DeepCopy())
+	l.Status = want
+	if err := r.Status().Patch(ctx, l, patch); err != nil {
+		return false, fmt.Errorf("writing status: %w", err)
+	}
+	logf.FromContext(ctx).Info("status written", "state", want.State)
+	return true, nil
+}
 
 // adopt makes the Logger the controller of d, a Deployment that carries our
 // labels (the cache holds no other) and has no controller: it was made for
@@ -225,35 +223,15 @@ func (r *LoggerReconciler) adopt(ctx context.Context, l *examplev1.Logger, d *ap
 	return nil, nil
 }
 
-// checkSpec refuses a spec the operator cannot act on: an interval under a
-// second makes a pod that prints without pause, and the API server refuses a
-// Deployment with negative replicas every time. The CRD rejects both, but
-// an object stored before its schema had these bounds can still carry them.
-// Trying again would not change the spec, so the error is terminal:
-// controller-runtime logs it and does not retry until the Logger changes
-// (04's errPermanent).
-func checkSpec(s examplev1.LoggerSpec) error {
-	if s.TimeInterval < 1 {
-		return reconcile.TerminalError(fmt.Errorf("spec.timeInterval is %d, and must be at least 1", s.TimeInterval))
-	}
-	if r := ptr.Deref(s.Replicas, 1); r < 0 {
-		return reconcile.TerminalError(fmt.Errorf("spec.replicas is %d, and must not be negative", r))
-	}
-	return nil
+// deploymentFailure is the API server's refusal to let the operator make
+// the Deployment right. Its reason becomes the reason of the Degraded
+// condition. Other errors (a 409 Conflict because the cache was a step
+// behind, the cache failing) are retried with backoff too, but do not make
+// the Logger Degraded: they will most likely pass on the next try.
+type deploymentFailure struct {
+	reason string // examplev1.ReasonCreateFailed, ReasonUpdateFailed or ReasonNotOwned
+	err    error
 }
 
-// writeStatus sends the difference between the Logger's status and want as
-// a JSON merge patch to loggers/status, as for tickets
-// (flightticket_controller.go), and reports whether it wrote.
-func (r *LoggerReconciler) writeStatus(ctx context.Context, l *examplev1.Logger, want examplev1.LoggerStatus) (bool, error) {
-	if equality.Semantic.DeepEqual(l.Status, want) {
-		return false, nil
-	}
-	patch := client.MergeFrom(l.DeepCopy())
-	l.Status = want
-	if err := r.Status().Patch(ctx, l, patch); err != nil {
-		return false, fmt.Errorf("writing status: %w", err)
-	}
-	logf.FromContext(ctx).Info("status written", "state", want.State)
-	return true, nil
-}
+func (f *deploymentFailure) Error() string { return f.err.Error() }
+func (f *deploymentFailure) Unwrap() error { return f.err }

@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// SchemeGroupVersion is the group and version of these types. The generated
-// clientset uses it to build URLs: /apis/flights.com/v1/...
+// SchemeGroupVersion is the group and version of these types, as in their
+// URLs: /apis/flights.com/v1/...
 var SchemeGroupVersion = schema.GroupVersion{Group: "flights.com", Version: "v1"}
 
 // Resource turns a resource name into a group-qualified one, as the

@@ -1,0 +1,72 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// controller-gen reads the markers below and on the fields; together they
+// must give 01's CRD schema (config/crd_test.go checks); Format="" leaves
+// out the `format: int32` that 01's CRD does not have. No
+// subresource:status yet: stage 06 adds it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=ft,categories=operator-flow
+// +kubebuilder:printcolumn:name="From",type=string,JSONPath=".spec.from"
+// +kubebuilder:printcolumn:name="To",type=string,JSONPath=".spec.to"
+// +kubebuilder:printcolumn:name="Number",type=integer,JSONPath=".spec.number"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+
+// FlightTicket asks the operator to book seats on a flight.
+type FlightTicket struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FlightTicketSpec   `json:"spec"`
+	Status FlightTicketStatus `json:"status,omitempty"`
+}
+
+// The CEL rule compares two fields, which an OpenAPI schema alone cannot do;
+// fieldPath makes the API server's error name spec.to.
+//
+// +kubebuilder:validation:XValidation:rule="self.from != self.to",message="must differ from spec.from",fieldPath=".to"
+
+// FlightTicketSpec is what the user asks for.
+type FlightTicketSpec struct {
+	// From is where the flight departs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	From string `json:"from"`
+	// To is where the flight arrives; it differs from From.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	To string `json:"to"`
+	// Number is how many seats to book, 1 to 10.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:validation:Format=""
+	Number int32 `json:"number"`
+}
+
+// FlightTicketStatus is what the operator did.
+type FlightTicketStatus struct {
+	// Phase is Booked once the operator has booked the ticket.
+	// +kubebuilder:validation:Enum=Booked
+	Phase string `json:"phase,omitempty"`
+	// Message is a human-readable line about the booking.
+	// +kubebuilder:validation:MaxLength=256
+	Message string `json:"message,omitempty"`
+}
+
+// PhaseBooked is Status.Phase of a booked ticket.
+const PhaseBooked = "Booked"
+
+// FlightTicketList is what a LIST of FlightTickets returns.
+//
+// +kubebuilder:object:root=true
+type FlightTicketList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []FlightTicket `json:"items"`
+}
