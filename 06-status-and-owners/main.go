@@ -72,7 +72,7 @@ func main() {
 	// --kubeconfig is registered by controller-runtime (ctrl.GetConfig reads it).
 	namespace := flag.String("namespace", "", "watch only this namespace (default: all namespaces)")
 	image := flag.String("logger-image", "busybox:1.37", "container image of the Loggers' pods")
-	ledgerNS := flag.String("ledger-namespace", "", "namespace of the seat ledger (default: the operator's own namespace in a cluster, else --namespace, else default)")
+	ledgerNS := flag.String("ledger-namespace", "", "namespace of the seat ledger (default: --namespace, else default)")
 	resync := flag.Duration("resync", defaultResync, "how often every cached object is handed to the handlers again (0: never)")
 	workers := flag.Int("workers", defaultWorkers, "reconciles of one kind that run at the same time (MaxConcurrentReconciles)")
 	metricsAddr := flag.String("metrics-bind-address", ":8443", `address of the HTTPS /metrics endpoint ("0" turns it off)`)
@@ -205,22 +205,15 @@ func cachesSynced(mgr ctrl.Manager) healthz.Checker {
 	}
 }
 
-// ledgerNamespace is where the seat holds live: --ledger-namespace, else the
-// namespace the operator runs in (a pod's service account says which), else
-// the one namespace it watches, else "default".
+// ledgerNamespace is where the seat holds live: --ledger-namespace (in a
+// cluster, config/manager sets the pod's own), else the one namespace the
+// operator watches, else "default".
 func ledgerNamespace(flagValue, namespace string) string {
 	if flagValue != "" {
 		return flagValue
-	}
-	if b, err := os.ReadFile(serviceAccountNamespace); err == nil && len(b) > 0 {
-		return string(b)
 	}
 	if namespace != "" {
 		return namespace
 	}
 	return "default"
 }
-
-// serviceAccountNamespace is the file the kubelet mounts into every pod that
-// names the pod's namespace.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -45,7 +45,7 @@ func TestConditions(t *testing.T) {
 			if !strings.Contains(degraded.Message, "exceeded quota") || degraded.ObservedGeneration != u.GetGeneration() {
 				t.Errorf("Degraded: %s; want the API server's words (exceeded quota) at generation %d", degraded, u.GetGeneration())
 			}
-			for typ, want := range map[string]string{"Available": "False/NoDeployment", "Progressing": "False/Blocked"} {
+			for typ, want := range map[string]string{"Available": "False/NoDeployment"} {
 				if c, _ := conditionOf(u, typ); c.Status+"/"+c.Reason != want {
 					t.Errorf("%s: %s, want %s", typ, c, want)
 				}
@@ -67,7 +67,6 @@ func TestConditions(t *testing.T) {
 				t.Fatal(err)
 			}
 			u := waitCondition(t, w, loggerGVR, "blocked", "Available", "True", "MinimumReplicasAvailable")
-			u = waitCondition(t, w, loggerGVR, "blocked", "Progressing", "False", "RolloutComplete")
 			if c, _ := conditionOf(u, "Degraded"); c.Status != "False" || c.Reason != "AsExpected" {
 				t.Errorf("Degraded: %s, want False/AsExpected", c)
 			}

@@ -8,10 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Both kinds build their status the same way: start from the current
-// status, set observedGeneration, and set each condition with
-// setConditions. The functions that do it (bookedStatus, loggerStatus) are
-// pure, so that tests need no cluster.
+// Both kinds build their status the same way, in pure functions that tests
+// call without a cluster (bookedStatus, loggerStatus): start from the
+// current status, set observedGeneration, and set each condition with
+// setConditions.
 
 // condition builds a condition; status true means metav1.ConditionTrue.
 func condition(typ string, status bool, reason, format string, args ...any) metav1.Condition {
@@ -23,25 +23,19 @@ func condition(typ string, status bool, reason, format string, args ...any) meta
 }
 
 // setConditions sets conds in *conditions, each marked with the generation
-// it was observed at and its message truncated to what a reader can take
-// in. meta.SetStatusCondition keeps a condition's lastTransitionTime unless
-// its status flips, so setting the same conditions again changes nothing.
+// it was observed at. meta.SetStatusCondition keeps a condition's
+// lastTransitionTime unless its status flips, so setting the same
+// conditions again changes nothing, and nothing is written.
 func setConditions(conditions *[]metav1.Condition, generation int64, conds ...metav1.Condition) {
 	for _, c := range conds {
 		c.ObservedGeneration = generation
-		c.Message = truncate(c.Message, maxConditionMessage)
 		meta.SetStatusCondition(conditions, c)
 	}
 }
 
-const (
-	// maxTicketMessage is status.message's maxLength in the CRD. A booking
-	// message is at most 155 characters; only an error can be longer.
-	maxTicketMessage = 256
-	// maxConditionMessage keeps an error quoted in a condition readable;
-	// the API allows 32768 characters.
-	maxConditionMessage = 1024
-)
+// maxTicketMessage is status.message's maxLength in the CRD. A booking
+// message is at most 155 characters; an error quoted in it can be longer.
+const maxTicketMessage = 256
 
 // truncate shortens s to at most n characters, marking the cut with "...".
 // A CRD's maxLength counts characters (Unicode code points), not bytes.

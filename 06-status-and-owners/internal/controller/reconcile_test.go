@@ -390,9 +390,8 @@ func TestLoggerGetsOwnedDeploymentAndConditions(t *testing.T) {
 	}
 	got := getLogger(t, c)
 	want := map[string]string{
-		examplev1.ConditionAvailable:   "False/NoReplicasAvailable",
-		examplev1.ConditionProgressing: "True/RollingOut",
-		examplev1.ConditionDegraded:    "False/AsExpected",
+		examplev1.ConditionAvailable: "False/NoReplicasAvailable",
+		examplev1.ConditionDegraded:  "False/AsExpected",
 	}
 	for typ, w := range want {
 		if s := conditionStatus(got, typ); s != w {
@@ -413,7 +412,6 @@ func TestLoggerGetsOwnedDeploymentAndConditions(t *testing.T) {
 	}
 	got = getLogger(t, c)
 	want[examplev1.ConditionAvailable] = "True/MinimumReplicasAvailable"
-	want[examplev1.ConditionProgressing] = "False/RolloutComplete"
 	for typ, w := range want {
 		if s := conditionStatus(got, typ); s != w {
 			t.Errorf("after the rollout, %s = %s, want %s", typ, s, w)
@@ -490,7 +488,7 @@ func TestRefusedCreateIsDegraded(t *testing.T) {
 	if degraded == nil || degraded.Status != metav1.ConditionTrue || degraded.Reason != examplev1.ReasonCreateFailed || !strings.Contains(degraded.Message, "exceeded quota") {
 		t.Errorf("Degraded = %+v", degraded)
 	}
-	for typ, w := range map[string]string{examplev1.ConditionAvailable: "False/NoDeployment", examplev1.ConditionProgressing: "False/Blocked"} {
+	for typ, w := range map[string]string{examplev1.ConditionAvailable: "False/NoDeployment"} {
 		if s := conditionStatus(got, typ); s != w {
 			t.Errorf("%s = %s, want %s", typ, s, w)
 		}

@@ -17,30 +17,19 @@ import (
 )
 
 // The seat ledger is the side effect of booking that owner references cannot
-// clean up. Booking a ticket holds its seats: one ConfigMap, a "seat hold",
-// in the ledger namespace (--ledger-namespace), which is usually not the
-// ticket's. An owner reference cannot point across namespaces (the garbage
-// collector would look for the owner in the hold's namespace, find nothing,
-// and delete the hold at once), so the ticket carries a finalizer instead,
-// and the operator deletes the hold before it lets the ticket go.
+// clean up. Booking a ticket holds its seats in a ConfigMap, a "seat hold",
+// in the ledger namespace, which is usually not the ticket's. An owner
+// reference cannot point across namespaces (the garbage collector would look
+// for the owner in the hold's namespace, find nothing, and delete the hold),
+// so the ticket carries a finalizer instead, and the operator deletes the
+// hold before it lets the ticket go.
 //
-// Think of the ledger as a booking system outside Kubernetes: the operator
-// writes to it and never reads, lists or watches it. That is why every
-// write here is idempotent and needs no read first:
-//
-//   - Hold is a server-side apply: it creates the hold or changes it to the
-//     current spec, whichever is needed, in one request. Doing it twice is
-//     harmless, so a crash between holding and writing the status costs
-//     nothing but a second apply.
-//   - Release deletes the hold by name; NotFound means already released.
-//   - Each ticket has a hold of its own, so concurrent bookings never write
-//     the same object: there are no conflicts to retry. (A single counter per
-//     route would need read-modify-write with retries on conflict, and it
-//     could not tell whether a booking interrupted by a crash had already
-//     been counted.)
-//
-// The ledger's permissions are a Role in the ledger namespace only: create,
-// patch and delete ConfigMaps there, no reads.
+// The operator treats the ledger as a booking system outside Kubernetes: it
+// writes and never reads it, so every write is idempotent. Hold is a
+// server-side apply, which creates the hold or brings it to the current
+// spec in one request; Release deletes it by name (NotFound: already
+// released). Each ticket has a hold of its own, so bookings never conflict.
+// The permissions are a Role in the ledger namespace: no reads.
 //
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;patch;delete,namespace=operator-flow-system,roleName=operator-flow-06-ledger
 
@@ -55,9 +44,7 @@ const (
 
 // SeatLedger holds and releases seats in one namespace.
 type SeatLedger struct {
-	// Client writes the holds. (Only writes: a read would start an
-	// informer on ConfigMaps.)
-	Client    client.Client
+	Client    client.Client // writes only: a read would start an informer on ConfigMaps
 	Namespace string
 }
 

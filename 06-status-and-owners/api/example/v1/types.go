@@ -65,7 +65,7 @@ type LoggerStatus struct {
 	// Unavailable: the Available condition, for the printer column.
 	// +kubebuilder:validation:Enum=Available;Unavailable
 	State string `json:"state,omitempty"`
-	// Conditions are Available, Progressing and Degraded, each with the
+	// Conditions are Available and Degraded, each with the
 	// generation it was observed at.
 	// +listType=map
 	// +listMapKey=type
@@ -85,9 +85,6 @@ const (
 	// ConditionAvailable is True when at least one replica of the
 	// Logger's Deployment is available.
 	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the Deployment is rolling out: not
-	// every replica runs the current pod template and is available yet.
-	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True when the operator cannot make the
 	// Deployment what the Logger asks for.
 	ConditionDegraded = "Degraded"
@@ -100,13 +97,6 @@ const (
 	ReasonScaledToZero = "ScaledToZero"
 	// ReasonNoDeployment: Available is False, there is no Deployment of ours.
 	ReasonNoDeployment = "NoDeployment"
-	// ReasonRollingOut: Progressing is True.
-	ReasonRollingOut = "RollingOut"
-	// ReasonRolloutComplete: Progressing is False, every replica is updated
-	// and available.
-	ReasonRolloutComplete = "RolloutComplete"
-	// ReasonBlocked: Progressing is False because the Logger is Degraded.
-	ReasonBlocked = "Blocked"
 	// ReasonAsExpected: Degraded is False.
 	ReasonAsExpected = "AsExpected"
 	// ReasonCreateFailed: the API server refused to create the Deployment
