@@ -10,11 +10,8 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
@@ -71,7 +68,7 @@ func main() {
 	namespace := flag.String("namespace", "", "watch only this namespace (default: all namespaces)")
 	image := flag.String("logger-image", "busybox:1.37", "container image of the Loggers' pods")
 	resync := flag.Duration("resync", defaultResync, "how often every cached object is handed to the handlers again (0: never)")
-	workers := flag.Int("workers", defaultWorkers, "reconciles of one kind that run at the same time (MaxConcurrentReconciles)")
+	workers := flag.Int("workers", defaultWorkers, "workers per queue (FlightTickets, Loggers): keys synced at the same time")
 	metricsAddr := flag.String("metrics-bind-address", ":8443", `address of the HTTPS /metrics endpoint ("0" turns it off)`)
 	probeAddr := flag.String("health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" turns them off)`)
 	leaderElect := flag.Bool("leader-elect", false, "run as one of several replicas: only the holder of a Lease reconciles")
@@ -103,7 +100,7 @@ func main() {
 		fatal(err, "no Kubernetes configuration")
 	}
 	cfg.UserAgent = "operator-flow/" + stageName
-	// Count every request the Manager's clients send, to print at exit.
+	// Count every request the clients below send, to print at exit.
 	counter := apicount.New()
 	counter.Wrap(cfg)
 
@@ -145,11 +142,12 @@ func main() {
 	if err != nil {
 		fatal(err, "creating the manager")
 	}
-	// /healthz: the process answers. /readyz: the caches have synced.
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+	// /healthz and /readyz answer while the process runs, as kubebuilder
+	// scaffolds them.
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		fatal(err, "adding /healthz")
 	}
-	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr)); err != nil {
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		fatal(err, "adding /readyz")
 	}
 	if err := (&controller.FlightTicketReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, *workers); err != nil {
@@ -181,19 +179,4 @@ func main() {
 	}
 	log.Info("stopped")
 	counter.WriteSummary(os.Stderr)
-}
-
-// cachesSynced is a readiness check that passes once every informer the
-// controllers asked for has listed its kind. A standby replica (leader
-// election) has started no informers yet, so it is ready too: it can take
-// over at any moment.
-func cachesSynced(mgr ctrl.Manager) healthz.Checker {
-	return func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return errors.New("informer caches have not synced yet")
-		}
-		return nil
-	}
 }

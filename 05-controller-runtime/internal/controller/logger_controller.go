@@ -129,12 +129,11 @@ func checkSpec(s examplev1.LoggerSpec) error {
 	return nil
 }
 
-// writeState sets status.state (no status subresource yet) when it differs,
-// and reports whether it wrote. 04 sent an Update of the whole Logger; this
-// is a merge patch of just status.state: the Deployment events that bring
-// us here often arrive before the event of our own last write, so the
-// cached Logger is a version behind, and an Update, which carries its
-// resourceVersion, would fail with 409 Conflict for nothing.
+// writeState sets status.state, with a merge patch (no status subresource
+// yet), when it differs. It reports whether it wrote. 04 sent an Update,
+// which carries the resourceVersion: the cached Logger is often a version
+// behind (Deployment events come before the event of our own last write),
+// and the Update then failed with 409 Conflict for nothing.
 func (r *LoggerReconciler) writeState(ctx context.Context, l *examplev1.Logger, state string) (bool, error) {
 	if l.Status.State == state {
 		return false, nil
