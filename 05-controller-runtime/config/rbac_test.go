@@ -24,7 +24,7 @@ func TestRBACDoesNotGrow(t *testing.T) {
 			// lists and watches them (no get: reads come from the cache).
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "delete", "list", "patch", "watch"}},
 			// The metrics endpoint asks the API server who a caller is and
-			// whether they may read /metrics (metricsOptions in main.go).
+			// whether they may read /metrics (the Metrics options in main.go).
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 			// Watch Loggers; patch writes their status.

@@ -26,7 +26,7 @@ func TestRBACDoesNotGrow(t *testing.T) {
 			// the garbage collector deletes them.
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "list", "patch", "watch"}},
 			// The metrics endpoint asks the API server who a caller is and
-			// whether they may read /metrics (metricsOptions in main.go).
+			// whether they may read /metrics (the Metrics options in main.go).
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 			// Booked, Created, Updated, Deleted, Failed.
