@@ -27,10 +27,10 @@ func TestRBACDoesNotGrow(t *testing.T) {
 			// whether they may read /metrics (the Metrics options in main.go).
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-			// Watch Loggers; patch writes their status.
-			{APIGroups: []string{"example.com"}, Resources: []string{"loggers"}, Verbs: []string{"list", "patch", "watch"}},
-			// Watch tickets; patch writes the booking.
-			{APIGroups: []string{"flights.com"}, Resources: []string{"flighttickets"}, Verbs: []string{"list", "patch", "watch"}},
+			// Watch Loggers; update writes their status.
+			{APIGroups: []string{"example.com"}, Resources: []string{"loggers"}, Verbs: []string{"list", "update", "watch"}},
+			// Watch tickets; update writes the booking.
+			{APIGroups: []string{"flights.com"}, Resources: []string{"flighttickets"}, Verbs: []string{"list", "update", "watch"}},
 		},
 		"Role/operator-flow-05-leader-election": {
 			// The lock records a "became leader" Event on the Lease.

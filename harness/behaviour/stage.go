@@ -39,11 +39,11 @@ type Stage struct {
 	// deleted, which could otherwise never finish (ReleaseTicketsAtCleanup).
 	TicketFinalizer bool
 	// StaleWritesConflict: the operator writes a Logger's status with an
-	// Update that carries the resourceVersion it read (stage 04, where the
-	// status is part of the object), so a write from a stale copy is
-	// answered 409 Conflict, and must be sent again. Stages 05 and 06 send
-	// a merge patch without a resourceVersion, which the API server applies
-	// to whatever is stored: it cannot conflict.
+	// Update that carries the resourceVersion it read (stages 04 and 05,
+	// where the status is part of the object), so a write from a stale copy
+	// is answered 409 Conflict, and must be sent again. Stage 06 sends a
+	// merge patch to /status without a resourceVersion, which the API server
+	// applies to whatever is stored: it cannot conflict.
 	StaleWritesConflict bool
 	// Conditions: the operator reports status conditions (stage 06): a
 	// Logger whose Deployment the API server keeps refusing is Degraded.

@@ -36,7 +36,7 @@ var noEndpoints = []string{"--metrics-bind-address=0", "--health-probe-bind-addr
 // The stages that must survive every scenario, with the CRDs they run with.
 var stages = []stageRun{
 	{"04-workqueue", "01-crd-yaml/crds", behaviour.Stage{Package: "./04-workqueue", StaleWritesConflict: true}},
-	{"05-controller-runtime", "05-controller-runtime/config/crd", behaviour.Stage{Package: "./05-controller-runtime", Args: noEndpoints}},
+	{"05-controller-runtime", "05-controller-runtime/config/crd", behaviour.Stage{Package: "./05-controller-runtime", Args: noEndpoints, StaleWritesConflict: true}},
 	// Stage 06's tickets carry a finalizer: the suite has an operator
 	// release them before a scenario's namespace is deleted.
 	{"06-status-and-owners", "06-status-and-owners/config/crd", behaviour.Stage{Package: "./06-status-and-owners", Args: noEndpoints, TicketFinalizer: true, Conditions: true}},

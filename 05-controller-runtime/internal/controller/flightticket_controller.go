@@ -16,7 +16,7 @@ import (
 // (config/rbac/role.yaml). No "get": reads go to the cache, which lists and
 // watches.
 //
-// +kubebuilder:rbac:groups=flights.com,resources=flighttickets,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=flights.com,resources=flighttickets,verbs=list;watch;update
 
 // FlightTicketReconciler is the ticket controller.
 type FlightTicketReconciler struct {
@@ -43,7 +43,7 @@ func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	log := logf.FromContext(ctx) // carries the ticket's namespace and name
 	// From the cache: no request. The informer applies events in order, so
 	// this is the newest state it has seen, however many events queued
-	// this key. t is a deep copy, ours to change.
+	// this key. t is a deep copy, ours to change (04 called DeepCopy).
 	var t flightsv1.FlightTicket
 	if err := r.Get(ctx, req.NamespacedName, &t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err) // deleted: a ticket leaves nothing behind
@@ -53,13 +53,12 @@ func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		log.Info("in sync", "key", req.String())
 		return ctrl.Result{}, nil
 	}
-	patch := client.MergeFrom(t.DeepCopy())
 	t.Status = flightsv1.FlightTicketStatus{Phase: flightsv1.PhaseBooked, Message: msg}
-	// A merge patch of what changed: {"status":{"phase":...,"message":...}}.
-	// Unlike 04's Update it carries no resourceVersion, so it cannot fail
-	// with 409 Conflict because the cache is a little behind, and it cannot
-	// undo a spec edit made meanwhile: that edit queues the ticket again.
-	if err := r.Patch(ctx, &t, patch); err != nil {
+	// The Update carries t's resourceVersion: if the ticket changed since
+	// the cache saw it, the API server answers 409 Conflict instead of
+	// overwriting, and the key is tried again after a short wait, by when
+	// the cache has the newer ticket.
+	if err := r.Update(ctx, &t); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
 	log.Info("booked", "message", msg)

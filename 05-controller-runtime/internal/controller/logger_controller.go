@@ -24,7 +24,7 @@ import (
 // The permissions of the Logger controller, for controller-gen. No "get":
 // reads go to the cache, which lists and watches.
 //
-// +kubebuilder:rbac:groups=example.com,resources=loggers,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=example.com,resources=loggers,verbs=list;watch;update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch;delete
 
 // LoggerReconciler is the Logger controller.
@@ -129,18 +129,14 @@ func checkSpec(s examplev1.LoggerSpec) error {
 	return nil
 }
 
-// writeState sets status.state, with a merge patch (no status subresource
-// yet), when it differs. It reports whether it wrote. 04 sent an Update,
-// which carries the resourceVersion: the cached Logger is often a version
-// behind (Deployment events come before the event of our own last write),
-// and the Update then failed with 409 Conflict for nothing.
+// writeState sets status.state, with an Update of the whole Logger (no
+// status subresource yet), when it differs. It reports whether it wrote.
 func (r *LoggerReconciler) writeState(ctx context.Context, l *examplev1.Logger, state string) (bool, error) {
 	if l.Status.State == state {
 		return false, nil
 	}
-	patch := client.MergeFrom(l.DeepCopy())
-	l.Status.State = state
-	if err := r.Patch(ctx, l, patch); err != nil {
+	l.Status.State = state // l is a deep copy, ours to change
+	if err := r.Update(ctx, l); err != nil {
 		return false, fmt.Errorf("writing status: %w", err)
 	}
 	logf.FromContext(ctx).Info("status written", "state", state)
