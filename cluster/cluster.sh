@@ -115,6 +115,11 @@ kwok_up() {
 	export KWOK_KUBECTL_BINARY="$BIN/kubectl"
 	export KWOK_ETCD_BINARY="$BIN/etcd"
 	export KWOK_CONTROLLER_BINARY="$BIN/kwok"
+	# The API server's audit log, which `make trace-N` reads: kwokctl
+	# copies the policy into the cluster's folder and writes the log to
+	# $KWOK_WORKDIR/clusters/$NAME/logs/audit.log. (An environment variable,
+	# as for the binaries: kwokctl.yaml cannot know where the repository is.)
+	export KWOK_KUBE_AUDIT_POLICY="$ROOT/cluster/audit-policy.yaml"
 
 	local start=$SECONDS
 	if kwok_exists; then
@@ -223,6 +228,9 @@ kind_up() {
 		local image
 		image=$(node_image)
 		say "creating kind cluster '$NAME' (node image ${image%@*})"
+		# From the repository root: kind.yaml mounts the audit policy from
+		# cluster/audit-policy.yaml, a path kind resolves from where it runs.
+		cd "$ROOT"
 		"$KIND_BIN" create cluster --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" \
 			--image "$image" --config "$ROOT/cluster/kind.yaml" --wait 120s
 		created
