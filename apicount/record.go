@@ -107,14 +107,19 @@ func (r recordingRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	case k.Verb == "WATCH" && resp.StatusCode == http.StatusOK:
 		// The events follow in the body, as the client reads it.
 		resp.Body = tapWatch(resp.Body, ct, k.Resource, r.rec)
-	case h.Name != "" && k.Verb != "WATCH":
+	case h.Name != "" || k.Verb == "CREATE":
 		// One object (or a Status): small, and read whole by the client
-		// anyway. Read it here to learn its resourceVersion.
+		// anyway. Read it here to learn its resourceVersion, and the name
+		// of a created one (a POST's path names only the collection).
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		if err == nil {
-			h.ResourceVersion = metaOf(ct, body).ResourceVersion
+			m := metaOf(ct, body)
+			h.ResourceVersion = m.ResourceVersion
+			if h.Name == "" {
+				h.Name = m.Name
+			}
 		}
 	}
 	r.rec.write(h)

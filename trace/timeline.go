@@ -1,0 +1,80 @@
+package trace
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Timeline is a trace ready to show: its hops in time order, long runs
+// folded, and the names of its participants.
+type Timeline struct {
+	Stage  Stage
+	Object Object
+	Start  time.Time // the kubectl apply: +0.000s
+	Hops   []Hop
+}
+
+// Build merges the hops of every source in time order, keeps those from start
+// to end, and folds runs of the same hop.
+func Build(stage Stage, o Object, start, end time.Time, sources ...[]Hop) Timeline {
+	var all []Hop
+	for _, s := range sources {
+		all = append(all, inWindow(s, start, end)...)
+	}
+	// Stable: hops with the same time keep their source's order.
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+	markUnchanged(all)
+	return Timeline{Stage: stage, Object: o, Start: start, Hops: Fold(all)}
+}
+
+// markUnchanged finds the writes that stored nothing: answered with the
+// resourceVersion the object had already (in its last event or write), the
+// API server found nothing to change and wrote nothing to etcd.
+func markUnchanged(hops []Hop) {
+	last := map[string]string{}
+	for i, h := range hops {
+		if h.RV == "" || h.IsNote() {
+			continue
+		}
+		key := strings.SplitN(h.Resource, "/", 2)[0] + "/" + h.Name
+		if h.Stored && last[key] == h.RV {
+			hops[i].Stored, hops[i].Unchanged = false, true
+		}
+		last[key] = h.RV
+	}
+}
+
+// Fold folds runs of hops that differ only in their object's name and
+// resourceVersion (kwok marking each pod Running, the Deployment controller
+// updating the status again and again) into one hop with a count.
+func Fold(hops []Hop) []Hop {
+	var out []Hop
+	names := map[string]bool{}
+	for _, h := range hops {
+		if h.Count == 0 {
+			h.Count = 1
+		}
+		if n := len(out); n > 0 && sameKind(out[n-1], h) {
+			last := &out[n-1]
+			last.Count += h.Count
+			if !names[h.Name] {
+				names[h.Name] = true
+				last.Names = len(names)
+			}
+			if h.RV != "" {
+				last.LastRV = h.RV
+			}
+			continue
+		}
+		names = map[string]bool{h.Name: true}
+		h.Names = 1
+		out = append(out, h)
+	}
+	return out
+}
+
+func sameKind(a, b Hop) bool {
+	return a.From == b.From && a.To == b.To && a.Verb == b.Verb && a.Resource == b.Resource &&
+		a.Code == b.Code && a.Stored == b.Stored && a.Via == b.Via && !a.IsNote()
+}
