@@ -170,72 +170,76 @@ func metaOf(contentType string, body []byte) metav1.ObjectMeta {
 	return p.ObjectMeta
 }
 
-// tapWatch returns a body that reads like body and hands a copy of every
-// byte to a goroutine that decodes the watch events and records them.
+// tapWatch returns a body that reads like body and records each watch event
+// when the client has read the last byte of it: the time the client got it.
 func tapWatch(body io.ReadCloser, contentType, resource string, rec *recorder) io.ReadCloser {
-	pr, pw := io.Pipe()
-	go func() {
-		decodeWatch(pr, contentType, resource, rec)
-		io.Copy(io.Discard, pr) // never leave the client's reads blocked on the pipe
-	}()
-	return &watchTap{ReadCloser: body, pw: pw}
+	return &watchTap{ReadCloser: body, resource: resource, rec: rec,
+		protobuf: strings.HasPrefix(contentType, "application/vnd.kubernetes.protobuf")}
 }
+
+// maxEvent bounds what a tap holds while an event is incomplete; past it the
+// tap stops decoding (and the client reads on, unaffected).
+const maxEvent = 64 << 20
 
 type watchTap struct {
 	io.ReadCloser
-	pw *io.PipeWriter
+	resource string
+	rec      *recorder
+	protobuf bool
+	buf      []byte
+	off      bool // stopped decoding
 }
 
 func (t *watchTap) Read(p []byte) (int, error) {
 	n, err := t.ReadCloser.Read(p)
-	if n > 0 {
-		t.pw.Write(p[:n])
-	}
-	if err != nil {
-		t.pw.CloseWithError(err)
+	if n > 0 && !t.off {
+		t.buf = append(t.buf, p[:n]...)
+		t.decode()
 	}
 	return n, err
 }
 
-func (t *watchTap) Close() error {
-	t.pw.Close()
-	return t.ReadCloser.Close()
-}
-
-// decodeWatch records each event of a watch stream: JSON objects one after
-// the other, or protobuf frames (a 4-byte big-endian length, then a
-// metav1.WatchEvent whose object is in the envelope metaOf reads).
-func decodeWatch(r io.Reader, contentType, resource string, rec *recorder) {
-	event := func(typ string, m metav1.ObjectMeta) {
-		rec.write(Hop{Time: time.Now(), Kind: "event", Verb: typ, Resource: resource,
-			Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion})
-	}
-	if strings.HasPrefix(contentType, "application/vnd.kubernetes.protobuf") {
-		var size [4]byte
-		for {
-			if _, err := io.ReadFull(r, size[:]); err != nil {
-				return
+// decode records the complete events at the front of buf: JSON objects one
+// a line (the API server ends each with a newline), or protobuf frames (a
+// 4-byte big-endian length, then a metav1.WatchEvent whose object is in the
+// envelope metaOf reads).
+func (t *watchTap) decode() {
+	for {
+		var typ string
+		var m metav1.ObjectMeta
+		if t.protobuf {
+			if len(t.buf) < 4 {
+				break
 			}
-			frame := make([]byte, binary.BigEndian.Uint32(size[:]))
-			if _, err := io.ReadFull(r, frame); err != nil {
-				return
+			size := int(binary.BigEndian.Uint32(t.buf))
+			if len(t.buf) < 4+size {
+				break
 			}
 			var e metav1.WatchEvent
-			if e.Unmarshal(frame) != nil {
-				return
+			if e.Unmarshal(t.buf[4:4+size]) == nil {
+				typ, m = e.Type, metaOf("application/vnd.kubernetes.protobuf", e.Object.Raw)
 			}
-			event(e.Type, metaOf(contentType, e.Object.Raw))
+			t.buf = t.buf[4+size:]
+		} else {
+			i := bytes.IndexByte(t.buf, '\n')
+			if i < 0 {
+				break
+			}
+			var e struct {
+				Type   string                       `json:"type"`
+				Object metav1.PartialObjectMetadata `json:"object"`
+			}
+			if json.Unmarshal(t.buf[:i], &e) == nil {
+				typ, m = e.Type, e.Object.ObjectMeta
+			}
+			t.buf = t.buf[i+1:]
+		}
+		if typ != "" {
+			t.rec.write(Hop{Time: time.Now(), Kind: "event", Verb: typ, Resource: t.resource,
+				Namespace: m.Namespace, Name: m.Name, ResourceVersion: m.ResourceVersion})
 		}
 	}
-	dec := json.NewDecoder(r)
-	for {
-		var e struct {
-			Type   string                       `json:"type"`
-			Object metav1.PartialObjectMetadata `json:"object"`
-		}
-		if dec.Decode(&e) != nil {
-			return
-		}
-		event(e.Type, e.Object.ObjectMeta)
+	if len(t.buf) > maxEvent {
+		t.buf, t.off = nil, true
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,7 +60,7 @@ func TestDecodeWatch(t *testing.T) {
 	var js bytes.Buffer
 	json.NewEncoder(&js).Encode(map[string]any{"type": "ADDED", "object": map[string]any{
 		"kind": "Logger", "metadata": map[string]any{"name": "a", "namespace": "lab", "resourceVersion": "7"}, "spec": map[string]any{"replicas": 1}}})
-	decodeWatch(&js, "application/json", "loggers", rec)
+	io.ReadAll(tapWatch(io.NopCloser(&js), "application/json", "loggers", rec))
 
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "logger-a", Namespace: "lab", ResourceVersion: "9"}}
 	ev := metav1.WatchEvent{Type: "MODIFIED", Object: runtime.RawExtension{Raw: protobufEnvelope(t, d)}}
@@ -69,7 +71,8 @@ func TestDecodeWatch(t *testing.T) {
 	var pb bytes.Buffer
 	binary.Write(&pb, binary.BigEndian, uint32(len(frame)))
 	pb.Write(frame)
-	decodeWatch(&pb, "application/vnd.kubernetes.protobuf;stream=watch", "deployments", rec)
+	// One byte a read: events split across reads are recorded once whole.
+	io.ReadAll(tapWatch(io.NopCloser(iotest.OneByteReader(&pb)), "application/vnd.kubernetes.protobuf;stream=watch", "deployments", rec))
 
 	b, _ := os.ReadFile(file)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

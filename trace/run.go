@@ -61,17 +61,19 @@ func (t *Tracer) Run(ctx context.Context) (Timeline, error) {
 	if t.Quiet == 0 {
 		t.Quiet = 2 * time.Second
 	}
-	if err := t.remove(ctx, "removing it first, so that its whole life is traced"); err != nil {
+	if err := t.mark(); err != nil {
 		return Timeline{}, err
 	}
-	for i, s := range t.sources() {
-		if s != nil {
-			n, err := s.Size()
-			if err != nil {
-				return Timeline{}, err
-			}
-			t.offsets[i] = n
+	if removed, err := t.remove(ctx, "removing it first, so that its whole life is traced"); err != nil {
+		return Timeline{}, err
+	} else if removed {
+		// The garbage collector may still be removing what it owned.
+		if err := t.settle(ctx, time.Time{}); err != nil {
+			return Timeline{}, err
 		}
+	}
+	if err := t.mark(); err != nil {
+		return Timeline{}, err
 	}
 	start := time.Now()
 	t.say("kubectl apply -f - (%s)", t.Object)
@@ -101,6 +103,20 @@ func (t *Tracer) Run(ctx context.Context) (Timeline, error) {
 		return Timeline{}, err
 	}
 	return Build(t.Stage, t.Object, start, time.Now(), hops...), nil
+}
+
+// mark makes the sources' present ends the start of what collect reads.
+func (t *Tracer) mark() error {
+	for i, s := range t.sources() {
+		if s != nil {
+			n, err := s.Size()
+			if err != nil {
+				return err
+			}
+			t.offsets[i] = n
+		}
+	}
+	return nil
 }
 
 func (t *Tracer) sources() [3]Source { return [3]Source{t.Audit, t.Record, t.Log} }
@@ -140,21 +156,21 @@ func (t *Tracer) get(ctx context.Context, resource, name string) (*unstructured.
 }
 
 // remove deletes the object if it exists and waits until it and what it
-// owns are gone.
-func (t *Tracer) remove(ctx context.Context, why string) error {
+// owns are gone. It reports whether there was one.
+func (t *Tracer) remove(ctx context.Context, why string) (bool, error) {
 	_, err := t.get(ctx, t.Object.Resource, t.Object.Name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	t.say("%s exists: %s", t.Object, why)
 	err = t.client.Resource(gvrs[t.Object.Resource]).Namespace(t.Object.Namespace).Delete(ctx, t.Object.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return true, err
 	}
-	return t.poll(ctx, 60*time.Second, "the object and what it owns to be gone", t.gone)
+	return true, t.poll(ctx, 60*time.Second, "the object and what it owns to be gone", t.gone)
 }
 
 // gone: the object is gone, and so is a Logger's Deployment where an

@@ -23,9 +23,31 @@ func Build(stage Stage, o Object, start, end time.Time, sources ...[]Hop) Timeli
 		all = append(all, inWindow(s, start, end)...)
 	}
 	// Stable: hops with the same time keep their source's order.
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+	at := handedOverAt(all)
+	sort.SliceStable(all, func(i, j int) bool { return at(all[i]).Before(at(all[j])) })
 	markUnchanged(all)
 	return Timeline{Stage: stage, Object: o, Start: start, Hops: Fold(all)}
+}
+
+// handedOverAt returns when a hop happened, for ordering. An event handed
+// over inside the operator (its log line, to the microsecond) cannot come
+// before the operator received it (its recording, to the nanosecond): it is
+// placed after it.
+func handedOverAt(hops []Hop) func(Hop) time.Time {
+	received := map[string]time.Time{}
+	for _, h := range hops {
+		if h.From == APIServer && h.To == Watch {
+			received[h.Verb+" "+h.Resource+"/"+h.Name+" "+h.RV] = h.Time
+		}
+	}
+	return func(h Hop) time.Time {
+		if h.From == Watch && h.To != APIServer {
+			if t, ok := received[h.Verb+" "+h.Resource+"/"+h.Name+" "+h.RV]; ok && t.After(h.Time) {
+				return t
+			}
+		}
+		return h.Time
+	}
 }
 
 // markUnchanged finds the writes that stored nothing: answered with the
