@@ -52,18 +52,29 @@ func handedOverAt(hops []Hop) func(Hop) time.Time {
 
 // markUnchanged finds the writes that stored nothing: answered with the
 // resourceVersion the object had already (in its last event or write), the
-// API server found nothing to change and wrote nothing to etcd.
+// API server found nothing to change and wrote nothing to etcd. Except the
+// write that removes the last finalizer of an object being deleted: its
+// answer has the old resourceVersion too, and the object is then deleted
+// (its DELETED event is the next one).
 func markUnchanged(hops []Hop) {
 	last := map[string]string{}
+	key := func(h Hop) string { return strings.SplitN(h.Resource, "/", 2)[0] + "/" + h.Name }
+	nextEvent := func(i int) string {
+		for _, h := range hops[i+1:] {
+			if h.From == APIServer && key(h) == key(hops[i]) {
+				return h.Verb
+			}
+		}
+		return ""
+	}
 	for i, h := range hops {
 		if h.RV == "" || h.IsNote() {
 			continue
 		}
-		key := strings.SplitN(h.Resource, "/", 2)[0] + "/" + h.Name
-		if h.Stored && last[key] == h.RV {
+		if h.Stored && last[key(h)] == h.RV && nextEvent(i) != "DELETED" {
 			hops[i].Stored, hops[i].Unchanged = false, true
 		}
-		last[key] = h.RV
+		last[key(h)] = h.RV
 	}
 }
 
