@@ -98,3 +98,17 @@ func AuditLog(root, kubeconfig string) (Source, error) {
 	}
 	return nil, fmt.Errorf("kubeconfig %s points at context %q, which is neither a kwok cluster (kwok-NAME) nor a kind cluster (kind-NAME) of this course: the trace cannot find its audit log", kubeconfig, ctx)
 }
+
+// Growing is a Source held in memory, such as the output of an operator a
+// test started (harness.Operator.Log).
+type Growing func() []byte
+
+func (g Growing) Size() (int64, error) { return int64(len(g())), nil }
+
+func (g Growing) ReadFrom(offset int64) ([]byte, error) {
+	b := g()
+	if offset > int64(len(b)) {
+		offset = 0
+	}
+	return b[offset:], nil
+}
