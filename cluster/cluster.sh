@@ -119,7 +119,11 @@ kwok_up() {
 	# copies the policy into the cluster's folder and writes the log to
 	# $KWOK_WORKDIR/clusters/$NAME/logs/audit.log. (An environment variable,
 	# as for the binaries: kwokctl.yaml cannot know where the repository is.)
-	export KWOK_KUBE_AUDIT_POLICY="$ROOT/cluster/audit-policy.yaml"
+	# CLUSTER_AUDIT=off makes a cluster without it, to measure what it costs
+	# (docs/trace.md).
+	if [[ ${CLUSTER_AUDIT:-on} != off ]]; then
+		export KWOK_KUBE_AUDIT_POLICY="$ROOT/cluster/audit-policy.yaml"
+	fi
 
 	local start=$SECONDS
 	if kwok_exists; then
