@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
@@ -145,10 +146,10 @@ func (t *Tracer) kubectl(stdin []byte, args ...string) error {
 func (t *Tracer) poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
 	t.say("waiting for %s", what)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, cond)
-	if err != nil {
-		return fmt.Errorf("waited %s for %s: %v (is stage %s's operator running? make lab-%d starts it)", timeout, what, err, t.Stage.Dir, t.Stage.Number)
+	if wait.Interrupted(err) {
+		return fmt.Errorf("waited %s for %s in vain (is stage %s's operator running? make lab-%d starts it; its log is in .state/logs/)", timeout, what, t.Stage.Dir, t.Stage.Number)
 	}
-	return nil
+	return err
 }
 
 func (t *Tracer) get(ctx context.Context, resource, name string) (*unstructured.Unstructured, error) {
@@ -170,7 +171,28 @@ func (t *Tracer) remove(ctx context.Context, why string) (bool, error) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return true, err
 	}
-	return true, t.poll(ctx, 60*time.Second, "the object and what it owns to be gone", t.gone)
+	return true, t.poll(ctx, 60*time.Second, "the object and what it owns to be gone", func(ctx context.Context) (bool, error) {
+		if err := t.releaseForeignFinalizers(ctx); err != nil {
+			return false, err
+		}
+		return t.gone(ctx)
+	})
+}
+
+// releaseForeignFinalizers removes the finalizers of an object that an
+// earlier lab's operator left and this stage's operator does not know
+// (stage 06's on a ticket, traced again on stage 01 to 05): nobody else
+// would ever remove them, and the object could not go. Its seat hold stays
+// in stage 06's ledger. Only in the removal before a trace, never in one.
+func (t *Tracer) releaseForeignFinalizers(ctx context.Context) error {
+	u, err := t.get(ctx, t.Object.Resource, t.Object.Name)
+	if err != nil || t.Stage.Number >= 6 || len(u.GetFinalizers()) == 0 || u.GetDeletionTimestamp() == nil {
+		return client(err)
+	}
+	t.say("%s waits for finalizers %v, which no operator of stage %s removes: removing them by hand", t.Object, u.GetFinalizers(), t.Stage.Dir)
+	_, err = t.client.Resource(gvrs[t.Object.Resource]).Namespace(t.Object.Namespace).Patch(ctx, t.Object.Name,
+		types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	return client(err)
 }
 
 // gone: the object is gone, and so is a Logger's Deployment where an
@@ -242,9 +264,8 @@ func (t *Tracer) converged(ctx context.Context) (bool, error) {
 // settle waits until no hop of the object has been added for Quiet: the
 // last write's echo, the last pod's status, a last "in sync".
 func (t *Tracer) settle(ctx context.Context, start time.Time) error {
-	t.say("waiting until nothing happens to it for %s", t.Quiet)
 	last, since := -1, time.Now()
-	return t.poll(ctx, 30*time.Second, "the object's trace to settle", func(context.Context) (bool, error) {
+	return t.poll(ctx, 30*time.Second, fmt.Sprintf("%s in which nothing more happens to it", t.Quiet), func(context.Context) (bool, error) {
 		hops, err := t.collect(start)
 		if err != nil {
 			return false, err
