@@ -163,7 +163,7 @@ check-%: $(CLUSTER_TOOLS) ## stop the lab operator, run stage N's e2e tests agai
 	@cluster/with-cluster.sh .state/check $*
 
 .PHONY: trace-%
-trace-%: cluster ## one object's trip through stage N (OBJ=logger/lab/audit, DELETE=1 to delete it too): timeline, and a Mermaid diagram in .state/trace/.
+trace-%: cluster ## one object's trip through stage N (OBJ=logger/lab/audit; DELETE=1 or DELETE=foreground: its deletion too): timeline, and a Mermaid diagram in .state/trace/.
 	@labs/trace.sh $*
 
 .PHONY: lab-stop

@@ -2,8 +2,8 @@
 # trace.sh N: what `make trace-N` does. It runs `make lab-N` with the
 # operator's side of the wire recorded (apicount's APICOUNT_RECORD), then
 # follows one object (OBJ=kind/namespace/name, a sample by default) from
-# `kubectl apply` to its converged state, and with DELETE=1 through its
-# deletion too. The timeline goes to the terminal, the Mermaid diagram to
+# `kubectl apply` to its converged state, and with DELETE=1 (or
+# DELETE=foreground) through its deletion too. The timeline goes to the terminal, the Mermaid diagram to
 # .state/trace/. The Makefile starts (or reuses) the cluster first.
 set -euo pipefail
 
@@ -44,8 +44,12 @@ args=(--stage "$n" --obj "$obj" --kubeconfig "$KUBECONFIG" --root "$ROOT"
 if ((n >= 2)); then
 	args+=(--record "$record" --log "$STATE/logs/lab-$nn${CLUSTER_NAME:+-$CLUSTER_NAME}.log")
 fi
+# DELETE=1 deletes it as kubectl does by default (the garbage collector
+# removes what it owned afterwards); DELETE=foreground keeps it until the
+# garbage collector has.
 case "${DELETE:-}" in
 '' | 0 | false | no) ;;
+foreground | orphan) args+=(--delete --cascade "$DELETE") ;;
 *) args+=(--delete) ;;
 esac
 cd "$ROOT"

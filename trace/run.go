@@ -32,6 +32,10 @@ type Tracer struct {
 	Record     Source // the operator's recording (APICOUNT_RECORD); nil for none
 	Log        Source // the operator's log; nil for none
 	Delete     bool
+	// Cascade is kubectl delete's --cascade: background (the default),
+	// foreground (the object stays until the garbage collector has deleted
+	// what it owns) or orphan.
+	Cascade string
 	// Quiet is how long nothing must happen to the object before a phase
 	// counts as over (the operator's last write, its echo, the last pod).
 	Quiet time.Duration
@@ -88,8 +92,12 @@ func (t *Tracer) Run(ctx context.Context) (Timeline, error) {
 		return Timeline{}, err
 	}
 	if t.Delete {
-		t.say("kubectl delete %s %s", t.Object.Resource, t.Object.Name)
-		if err := t.kubectl(nil, "delete", "-n", t.Object.Namespace, t.Object.Resource, t.Object.Name, "--wait=false"); err != nil {
+		cascade := t.Cascade
+		if cascade == "" {
+			cascade = "background"
+		}
+		t.say("kubectl delete %s %s --cascade=%s", t.Object.Resource, t.Object.Name, cascade)
+		if err := t.kubectl(nil, "delete", "-n", t.Object.Namespace, t.Object.Resource, t.Object.Name, "--wait=false", "--cascade="+cascade); err != nil {
 			return Timeline{}, err
 		}
 		if err := t.poll(ctx, 60*time.Second, "the object and what it owns to be gone", t.gone); err != nil {

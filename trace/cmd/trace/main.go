@@ -21,6 +21,7 @@ func main() {
 	oplog := flag.String("log", "", "the operator's log; empty: none")
 	out := flag.String("out", "", "write the Mermaid diagram to this file (Markdown)")
 	del := flag.Bool("delete", false, "delete the object at the end, and trace that too")
+	cascade := flag.String("cascade", "background", "with --delete: kubectl delete's --cascade (background, foreground or orphan)")
 	flag.Parse()
 
 	fail := func(err error) {
@@ -45,7 +46,7 @@ func main() {
 		fail(err)
 	}
 	t := &trace.Tracer{Stage: stage, Object: o, Manifest: manifest, Kubeconfig: *kubeconfig,
-		Kubectl: filepath.Join(*root, "bin", "kubectl"), Audit: audit, Delete: *del,
+		Kubectl: filepath.Join(*root, "bin", "kubectl"), Audit: audit, Delete: *del, Cascade: *cascade,
 		Progress: func(s string) { fmt.Fprintln(os.Stderr, ">>", s) }}
 	if *record != "" {
 		t.Record = trace.File(*record)
