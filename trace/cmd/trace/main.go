@@ -65,6 +65,10 @@ func main() {
 		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 			fail(err)
 		}
-		fmt.Fprintf(os.Stderr, "\n>> the same trace as a Mermaid sequence diagram: %s\n", *out)
+		shown := *out
+		if rel, err := filepath.Rel(*root, *out); err == nil {
+			shown = rel
+		}
+		fmt.Fprintf(os.Stderr, "\n>> the same trace as a Mermaid sequence diagram: %s\n", shown)
 	}
 }
