@@ -22,27 +22,29 @@ esac
 nn=$(printf '%02d' "$n")
 obj=${OBJ:-logger/lab/audit}
 out="$STATE/trace"
+# One set of files per cluster, as lab.sh keeps one log per cluster.
+suffix=${CLUSTER_NAME:+-$CLUSTER_NAME}
 mkdir -p "$out"
 
 # The operator records into a fresh file; stages 05 and 06 print their log
 # times to the nanosecond (controller-runtime's own flag), so that their
 # lines fall in place between the requests.
-record="$out/record-$nn.jsonl"
+record="$out/record-$nn$suffix.jsonl"
 : >"$record"
 export APICOUNT_RECORD="$record"
 if ((n >= 5)); then
 	export LAB_OPERATOR_ARGS="--zap-time-encoding=rfc3339nano"
 fi
 say "make lab-$n, with the operator's requests and watch events recorded (${record#"$ROOT"/})"
-if ! "$ROOT/labs/lab.sh" lab "$n" >"$out/lab-$nn.out" 2>&1; then
-	cat "$out/lab-$nn.out" >&2
+if ! "$ROOT/labs/lab.sh" lab "$n" >"$out/lab-$nn$suffix.out" 2>&1; then
+	cat "$out/lab-$nn$suffix.out" >&2
 	die "make lab-$n failed (above); the trace needs it"
 fi
 
 args=(--stage "$n" --obj "$obj" --kubeconfig "$KUBECONFIG" --root "$ROOT"
-	--out "$out/trace-$n.md")
+	--out "$out/trace-$n$suffix.md")
 if ((n >= 2)); then
-	args+=(--record "$record" --log "$STATE/logs/lab-$nn${CLUSTER_NAME:+-$CLUSTER_NAME}.log")
+	args+=(--record "$record" --log "$STATE/logs/lab-$nn$suffix.log")
 fi
 # DELETE=1 deletes it as kubectl does by default (the garbage collector
 # removes what it owned afterwards); DELETE=foreground keeps it until the

@@ -42,8 +42,8 @@ func handedOverAt(hops []Hop) func(Hop) time.Time {
 	}
 	return func(h Hop) time.Time {
 		if h.From == Watch && h.To != APIServer {
-			if t, ok := received[h.Verb+" "+h.Resource+"/"+h.Name+" "+h.RV]; ok && t.After(h.Time) {
-				return t
+			if t, ok := received[h.Verb+" "+h.Resource+"/"+h.Name+" "+h.RV]; ok && !t.Before(h.Time) {
+				return t.Add(time.Nanosecond)
 			}
 		}
 		return h.Time
@@ -52,29 +52,27 @@ func handedOverAt(hops []Hop) func(Hop) time.Time {
 
 // markUnchanged finds the writes that stored nothing: answered with the
 // resourceVersion the object had already (in its last event or write), the
-// API server found nothing to change and wrote nothing to etcd. Except the
-// write that removes the last finalizer of an object being deleted: its
-// answer has the old resourceVersion too, and the object is then deleted
-// (its DELETED event is the next one).
+// API server found nothing to change and wrote nothing to etcd. Except once
+// someone has asked to delete the object: then the write that removes its
+// last finalizer is answered with the old resourceVersion too, and the
+// object goes.
 func markUnchanged(hops []Hop) {
-	last := map[string]string{}
-	key := func(h Hop) string { return strings.SplitN(h.Resource, "/", 2)[0] + "/" + h.Name }
-	nextEvent := func(i int) string {
-		for _, h := range hops[i+1:] {
-			if h.From == APIServer && key(h) == key(hops[i]) {
-				return h.Verb
-			}
-		}
-		return ""
-	}
+	last, deleting := map[string]string{}, map[string]bool{}
 	for i, h := range hops {
-		if h.RV == "" || h.IsNote() {
+		if h.IsNote() {
 			continue
 		}
-		if h.Stored && last[key(h)] == h.RV && nextEvent(i) != "DELETED" {
+		key := strings.SplitN(h.Resource, "/", 2)[0] + "/" + h.Name
+		if h.To == APIServer && h.Verb == "DELETE" {
+			deleting[key] = true
+		}
+		if h.RV == "" {
+			continue
+		}
+		if h.Stored && last[key] == h.RV && !deleting[key] {
 			hops[i].Stored, hops[i].Unchanged = false, true
 		}
-		last[key(h)] = h.RV
+		last[key] = h.RV
 	}
 }
 
