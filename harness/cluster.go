@@ -239,6 +239,7 @@ func destroy(p support.E2EClusterProvider, name string) env.Func {
 			return ctx, err
 		}
 		os.Remove(os.Getenv("KUBECONFIG"))
+		os.Remove(RepoPath(".state", "kind-"+name+".yaml")) // clusterConfig's copy, for kind
 		return ctx, nil
 	}
 }
