@@ -73,7 +73,7 @@ func (t *Tracer) Run(ctx context.Context) (Timeline, error) {
 		return Timeline{}, err
 	} else if removed {
 		// The garbage collector may still be removing what it owned.
-		if err := t.settle(ctx, time.Time{}); err != nil {
+		if err := t.settle(ctx, time.Now()); err != nil {
 			return Timeline{}, err
 		}
 	}
