@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,20 @@ func TestLogHops(t *testing.T) {
 	tl := Build(stage, audit, at(0), at(10), []Hop{handed, received})
 	if tl.Hops[0].To != Watch || tl.Hops[1].To != Queue {
 		t.Errorf("the hand-over comes before the receipt: %+v", tl.Hops)
+	}
+}
+
+// TestAuditLogMissing: a cluster made before the audit log was turned on
+// gets a message that says how to fix it.
+func TestAuditLogMissing(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := dir + "/kubeconfig"
+	cfg := "apiVersion: v1\nkind: Config\ncurrent-context: kwok-old\ncontexts:\n- name: kwok-old\n  context: {cluster: kwok-old, user: kwok-old}\nclusters:\n- name: kwok-old\n  cluster: {server: https://127.0.0.1:1}\nusers:\n- name: kwok-old\n  user: {}\n"
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := AuditLog(dir, kubeconfig)
+	if err == nil || !strings.Contains(err.Error(), "make cluster-down") {
+		t.Errorf("want an error that says to recreate the cluster, got %v", err)
 	}
 }
