@@ -144,8 +144,15 @@ var shapes = map[int]func(*testing.T, traced){
 		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"}, hop{A, W, "ADDED", "flighttickets"},
 			hop{R, A, "PATCH", "flighttickets"}, hop{R, A, "PATCH", "configmaps"}, hop{R, A, "PATCH", "flighttickets/status"})
 		none(t, tr.ticket, noGET, "stage 06 reads from the Manager's cache")
-		if n := count(tr.ticket, hop{R, A, "PATCH", "flighttickets"}) + count(tr.ticket, hop{R, A, "UPDATE", "flighttickets"}); n != 1 {
-			t.Errorf("stage 06 writes a ticket itself once (its finalizer) and its status through /status; the trace has %d writes to the ticket itself", n)
+		// (A write refused with 409 Conflict, sent again, counts once.)
+		writes := 0
+		for _, h := range tr.ticket.Hops {
+			if h.From == R && h.Resource == "flighttickets" && (h.Verb == "PATCH" || h.Verb == "UPDATE") && h.Code < 300 {
+				writes += h.Count
+			}
+		}
+		if writes != 1 {
+			t.Errorf("stage 06 writes a ticket itself once (its finalizer) and its status through /status; the trace has %d writes to the ticket itself", writes)
 		}
 	},
 }
