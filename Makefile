@@ -162,6 +162,10 @@ check-%: $(CLUSTER_TOOLS) ## stop the lab operator, run stage N's e2e tests agai
 	@mkdir -p .state && go build -o .state/check ./labs/check
 	@cluster/with-cluster.sh .state/check $*
 
+.PHONY: trace-%
+trace-%: cluster ## one object's trip through stage N (OBJ=logger/lab/audit; DELETE=1 or DELETE=foreground: its deletion too): timeline, and a Mermaid diagram in .state/trace/.
+	@labs/trace.sh $*
+
 .PHONY: lab-stop
 lab-stop: ## Stop the operator that a lab started in the background.
 	@labs/lab.sh stop

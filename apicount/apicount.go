@@ -71,9 +71,15 @@ func New() *Counter {
 	return c
 }
 
-// Wrap makes every client built from cfg count its requests here.
+// Wrap makes every client built from cfg count its requests here, and, when
+// the environment variable APICOUNT_RECORD names a file, record each request
+// and watch event there too (record.go).
 func (c *Counter) Wrap(cfg *rest.Config) {
+	rec := openRecorder()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		if rec != nil {
+			rt = recordingRoundTripper{next: rt, rec: rec}
+		}
 		return roundTripper{next: rt, c: c}
 	})
 }

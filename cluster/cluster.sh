@@ -115,6 +115,15 @@ kwok_up() {
 	export KWOK_KUBECTL_BINARY="$BIN/kubectl"
 	export KWOK_ETCD_BINARY="$BIN/etcd"
 	export KWOK_CONTROLLER_BINARY="$BIN/kwok"
+	# The API server's audit log, which `make trace-N` reads: kwokctl
+	# copies the policy into the cluster's folder and writes the log to
+	# $KWOK_WORKDIR/clusters/$NAME/logs/audit.log. (An environment variable,
+	# as for the binaries: kwokctl.yaml cannot know where the repository is.)
+	# CLUSTER_AUDIT=off makes a cluster without it, to measure what it costs
+	# (docs/trace.md).
+	if [[ ${CLUSTER_AUDIT:-on} != off ]]; then
+		export KWOK_KUBE_AUDIT_POLICY="$ROOT/cluster/audit-policy.yaml"
+	fi
 
 	local start=$SECONDS
 	if kwok_exists; then
@@ -223,6 +232,9 @@ kind_up() {
 		local image
 		image=$(node_image)
 		say "creating kind cluster '$NAME' (node image ${image%@*})"
+		# From the repository root: kind.yaml mounts the audit policy from
+		# cluster/audit-policy.yaml, a path kind resolves from where it runs.
+		cd "$ROOT"
 		"$KIND_BIN" create cluster --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" \
 			--image "$image" --config "$ROOT/cluster/kind.yaml" --wait 120s
 		created

@@ -80,7 +80,12 @@ func run(m *testing.M, crds []string, private bool) int {
 		}
 		fmt.Fprintf(os.Stderr, "harness: no E2E_KUBECONFIG given; creating cluster %q for this package (it is deleted when the tests end)\n", name)
 		privateCluster = name
-		testEnv.Setup(envfuncs.CreateClusterWithConfig(provider, name, clusterConfig(root)))
+		config, err := clusterConfig(root, name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			return 1
+		}
+		testEnv.Setup(envfuncs.CreateClusterWithConfig(provider, name, config))
 		if os.Getenv("CLUSTER") != "kind" {
 			testEnv.Setup(addKwokNode(root))
 		} else {
@@ -155,6 +160,7 @@ func newProvider(root string) (support.E2EClusterProvider, string, error) {
 		os.Setenv("KWOK_KUBECTL_BINARY", filepath.Join(bin, "kubectl"))
 		os.Setenv("KWOK_ETCD_BINARY", filepath.Join(bin, "etcd"))
 		os.Setenv("KWOK_CONTROLLER_BINARY", filepath.Join(bin, "kwok"))
+		os.Setenv("KWOK_KUBE_AUDIT_POLICY", filepath.Join(root, "cluster", "audit-policy.yaml"))
 		return kwok.NewProvider().WithPath(filepath.Join(bin, "kwokctl")), name, nil
 	default:
 		return nil, "", fmt.Errorf("CLUSTER=%s is not known: use kwok (the default) or kind", c)
@@ -162,12 +168,24 @@ func newProvider(root string) (support.E2EClusterProvider, string, error) {
 }
 
 // clusterConfig is the provider's configuration file, the one cluster.sh
-// gives kwokctl or kind.
-func clusterConfig(root string) string {
-	if os.Getenv("CLUSTER") == "kind" {
-		return filepath.Join(root, "cluster", "kind.yaml")
+// gives kwokctl or kind. For kind it is a copy in .state with the audit
+// policy's hostPath made absolute: kind resolves a relative one from the
+// directory it runs in, which for a test is the test's package.
+func clusterConfig(root, name string) (string, error) {
+	if os.Getenv("CLUSTER") != "kind" {
+		return filepath.Join(root, "cluster", "kwokctl.yaml"), nil
 	}
-	return filepath.Join(root, "cluster", "kwokctl.yaml")
+	b, err := os.ReadFile(filepath.Join(root, "cluster", "kind.yaml"))
+	if err != nil {
+		return "", err
+	}
+	const rel = "hostPath: cluster/audit-policy.yaml"
+	if !strings.Contains(string(b), rel) {
+		return "", fmt.Errorf("cluster/kind.yaml has no %q line to make absolute", rel)
+	}
+	abs := strings.Replace(string(b), rel, "hostPath: "+filepath.Join(root, "cluster", "audit-policy.yaml"), 1)
+	path := filepath.Join(root, ".state", "kind-"+name+".yaml")
+	return path, os.WriteFile(path, []byte(abs), 0o644)
 }
 
 // pin reads a `NAME := value` line of tools/versions.mk, where every pinned
@@ -221,6 +239,7 @@ func destroy(p support.E2EClusterProvider, name string) env.Func {
 			return ctx, err
 		}
 		os.Remove(os.Getenv("KUBECONFIG"))
+		os.Remove(RepoPath(".state", "kind-"+name+".yaml")) // clusterConfig's copy, for kind
 		return ctx, nil
 	}
 }

@@ -21,7 +21,17 @@ func TestKindClusterSettings(t *testing.T) {
 		t.Errorf("KIND_NODE_IMAGE=%q: want a kindest/node image pinned by digest", image)
 	}
 	t.Setenv("CLUSTER", "kind")
-	if _, err := os.Stat(clusterConfig(root)); err != nil {
-		t.Errorf("the kind config the harness passes: %v", err)
+	config, err := clusterConfig(root, "unit-test")
+	if err != nil {
+		t.Fatalf("the kind config the harness passes: %v", err)
+	}
+	defer os.Remove(config)
+	b, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// kind would resolve a relative hostPath from the test's package.
+	if want := "hostPath: " + root + "/cluster/audit-policy.yaml"; !strings.Contains(string(b), want) {
+		t.Errorf("the kind config the harness passes has no %q line", want)
 	}
 }

@@ -111,7 +111,9 @@ lab)
 		# tests use CLUSTER_NAME) must not overwrite the workshop's log.
 		log="$STATE/logs/lab-${dir%%-*}${CLUSTER_NAME:+-$CLUSTER_NAME}.log"
 		mkdir -p "$STATE/logs"
-		nohup "$STATE/lab/operator-${dir%%-*}" --kubeconfig "$KUBECONFIG" >"$log" 2>&1 &
+		# LAB_OPERATOR_ARGS: more flags, as `make trace-N` passes (trace.sh).
+		# shellcheck disable=SC2086 # split into flags on purpose
+		nohup "$STATE/lab/operator-${dir%%-*}" --kubeconfig "$KUBECONFIG" ${LAB_OPERATOR_ARGS:-} >"$log" 2>&1 &
 		echo $! >"$PIDFILE"
 		say "stage ${dir%%-*} operator running in the background (pid $!); its log: ${log#"$ROOT"/}"
 	fi

@@ -46,6 +46,30 @@ func TestLabTargets(t *testing.T) {
 		}
 	})
 
+	// The trace's shape on every stage is trace/e2e's business; here the
+	// target itself, as the labs tell a learner to type it.
+	t.Run("make trace-N follows one object through stage N", func(t *testing.T) {
+		out, err := makeTarget(t, labCluster, "trace-2")
+		if err != nil {
+			t.Fatalf("make trace-2: %v\n%s", err, lastLines(out, 20))
+		}
+		if !strings.Contains(out, "loggers/lab/audit on stage 02-raw-watch") || !lineWith(out, "sync (the same loop)", "GET loggers audit → 200") {
+			t.Errorf("make trace-2 does not show stage 02's sync GETting the Logger audit:\n%s", lastLines(out, 30))
+		}
+		t.Setenv("DELETE", "1")
+		out, err = makeTarget(t, labCluster, "trace-6")
+		if err != nil {
+			t.Fatalf("make trace-6 DELETE=1: %v\n%s", err, lastLines(out, 20))
+		}
+		if !lineWith(out, "Reconcile", "PATCH loggers/status audit") || !lineWith(out, "garbage collector", "DELETE deployments logger-audit") {
+			t.Errorf("make trace-6 DELETE=1 does not show the status written through /status and the garbage collector deleting the Deployment:\n%s", lastLines(out, 30))
+		}
+		md, err := os.ReadFile(harness.RepoPath(".state", "trace", "trace-6-"+labCluster+".md"))
+		if err != nil || !bytes.Contains(md, []byte("sequenceDiagram")) || !bytes.Contains(md, []byte("participant G as garbage collector")) {
+			t.Errorf("make trace-6 wrote no Mermaid diagram with the garbage collector in it (%v):\n%s", err, md)
+		}
+	})
+
 	t.Run("make lab-stop stops the lab operator", func(t *testing.T) {
 		pid := labOperatorPID(t)
 		if pid == 0 {

@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/operator-flow/operator-flow/trace"
+)
+
+// op stands for either part of the operator that talks to the API server:
+// its watch (LIST, WATCH) or its worker (everything else).
+const op = "operator"
+
+// hop is a pattern for a trace.Hop; an empty field matches anything.
+type hop struct{ from, to, verb, resource string }
+
+func (p hop) matches(h trace.Hop) bool {
+	from := p.from == "" || p.from == h.From || p.from == op && (h.From == trace.Watch || h.From == trace.Worker)
+	return from && (p.to == "" || p.to == h.To) && (p.verb == "" || p.verb == h.Verb) &&
+		(p.resource == "" || p.resource == h.Resource) && !h.IsNote()
+}
+
+func (p hop) String() string {
+	return strings.TrimSpace(p.from + " → " + p.to + " " + p.verb + " " + p.resource)
+}
+
+// inOrder fails the test unless each pattern matches a hop that comes after
+// the one the pattern before it matched.
+func inOrder(t *testing.T, tl trace.Timeline, pats ...hop) {
+	t.Helper()
+	i := 0
+	for _, p := range pats {
+		for i < len(tl.Hops) && !p.matches(tl.Hops[i]) {
+			i++
+		}
+		if i == len(tl.Hops) {
+			t.Errorf("%s on %s: no hop %q after the hops before it in %v (the trace is in the log above)", tl.Object, tl.Stage.Dir, p, pats)
+			return
+		}
+		i++
+	}
+}
+
+// none fails the test for each hop the pattern matches.
+func none(t *testing.T, tl trace.Timeline, p hop, why string) {
+	t.Helper()
+	for _, h := range tl.Hops {
+		if p.matches(h) {
+			t.Errorf("%s on %s: %s, yet the trace has %s → %s %s", tl.Object, tl.Stage.Dir, why, h.From, h.To, h.What())
+		}
+	}
+}
+
+// count is how many hops a pattern matches (folded runs count whole).
+func count(tl trace.Timeline, p hop) int {
+	n := 0
+	for _, h := range tl.Hops {
+		if p.matches(h) {
+			n += h.Count
+		}
+	}
+	return n
+}
+
+func logTimeline(t *testing.T, tl trace.Timeline) {
+	t.Helper()
+	var b strings.Builder
+	tl.WriteText(&b)
+	t.Log("\n" + b.String())
+}
+
+const (
+	K, A, W, Q, R, GC = trace.Kubectl, trace.APIServer, trace.Watch, trace.Queue, trace.Worker, trace.GC
+)
+
+// The start and the end every stage's Logger trace shares: kubectl creates
+// it, and deletes it.
+var (
+	applied = hop{K, A, "CREATE", "loggers"}
+	deleted = hop{K, A, "DELETE", "loggers"}
+	noGET   = hop{R, A, "GET", ""}
+)
+
+// shapes are each stage's assertions on its traces.
+var shapes = map[int]func(*testing.T, traced){
+	1: func(t *testing.T, tr traced) {
+		inOrder(t, tr.logger, applied, deleted)
+		none(t, tr.logger, hop{from: op}, "stage 01 has no operator")
+		none(t, tr.logger, hop{verb: "CREATE", resource: "deployments"}, "nobody acts on a Logger in stage 01")
+		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"})
+	},
+	2: func(t *testing.T, tr traced) {
+		// Each event goes straight to the sync, which GETs the object first.
+		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{W, R, "ADDED", "loggers"},
+			hop{R, A, "GET", "loggers"}, hop{R, A, "CREATE", "deployments"}, hop{R, A, "UPDATE", "loggers"},
+			hop{A, W, "MODIFIED", "loggers"}, hop{W, R, "MODIFIED", "loggers"}, hop{R, A, "GET", "loggers"},
+			deleted, hop{A, W, "DELETED", "loggers"}, hop{R, A, "DELETE", "deployments"})
+		if gets, events := count(tr.logger, hop{R, A, "GET", "loggers"}), count(tr.logger, hop{W, R, "", ""}); gets < events-1 {
+			t.Errorf("stage 02 GETs its Logger for each event it handles: %d GETs for %d events", gets, events)
+		}
+		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"}, hop{A, W, "ADDED", "flighttickets"},
+			hop{R, A, "GET", "flighttickets"}, hop{R, A, "UPDATE", "flighttickets"})
+	},
+	3: func(t *testing.T, tr traced) {
+		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{W, R, "ADDED", "loggers"},
+			hop{R, A, "CREATE", "deployments"}, hop{R, A, "UPDATE", "loggers"},
+			deleted, hop{A, W, "DELETED", "loggers"}, hop{R, A, "DELETE", "deployments"})
+		none(t, tr.logger, noGET, "stage 03 reads from its cache")
+		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"}, hop{A, W, "ADDED", "flighttickets"},
+			hop{R, A, "UPDATE", "flighttickets"})
+		none(t, tr.ticket, noGET, "stage 03 reads from its cache")
+	},
+	4: func(t *testing.T, tr traced) {
+		// The handler only puts the key in the queue; a worker does the rest.
+		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{W, Q, "ADDED", "loggers"},
+			hop{R, A, "CREATE", "deployments"}, hop{R, A, "UPDATE", "loggers"},
+			deleted, hop{A, W, "DELETED", "loggers"}, hop{R, A, "DELETE", "deployments"})
+		none(t, tr.logger, noGET, "stage 04 reads from its cache")
+		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"}, hop{A, W, "ADDED", "flighttickets"},
+			hop{W, Q, "ADDED", "flighttickets"}, hop{R, A, "UPDATE", "flighttickets"})
+		none(t, tr.ticket, noGET, "stage 04 reads from its cache")
+	},
+	5: func(t *testing.T, tr traced) {
+		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{R, A, "CREATE", "deployments"},
+			hop{R, A, "UPDATE", "loggers"}, deleted, hop{A, W, "DELETED", "loggers"}, hop{R, A, "DELETE", "deployments"})
+		none(t, tr.logger, noGET, "stage 05 reads from the Manager's cache")
+		none(t, tr.logger, hop{R, A, "", "loggers/status"}, "stage 05's Logger has no status subresource")
+		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"}, hop{A, W, "ADDED", "flighttickets"},
+			hop{R, A, "UPDATE", "flighttickets"})
+		none(t, tr.ticket, noGET, "stage 05 reads from the Manager's cache")
+	},
+	6: func(t *testing.T, tr traced) {
+		// The Deployment is deleted by the garbage collector, after the
+		// Logger is gone.
+		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{R, A, "CREATE", "deployments"},
+			hop{R, A, "PATCH", "loggers/status"}, deleted, hop{A, W, "DELETED", "loggers"},
+			hop{GC, A, "DELETE", "deployments"})
+		none(t, tr.logger, noGET, "stage 06 reads from the Manager's cache")
+		none(t, tr.logger, hop{R, A, "UPDATE", "loggers"}, "stage 06 writes a Logger's status through /status only")
+		none(t, tr.logger, hop{R, A, "PATCH", "loggers"}, "stage 06 writes a Logger's status through /status only")
+		none(t, tr.logger, hop{R, A, "DELETE", "deployments"}, "in stage 06 the garbage collector deletes the Deployment")
+		// The finalizer first, then the seat hold, then the status, through
+		// /status: the only write to the ticket itself is the finalizer's.
+		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"}, hop{A, W, "ADDED", "flighttickets"},
+			hop{R, A, "PATCH", "flighttickets"}, hop{R, A, "PATCH", "configmaps"}, hop{R, A, "PATCH", "flighttickets/status"})
+		none(t, tr.ticket, noGET, "stage 06 reads from the Manager's cache")
+		// (A write refused with 409 Conflict, sent again, counts once.)
+		writes := 0
+		for _, h := range tr.ticket.Hops {
+			if h.From == R && h.Resource == "flighttickets" && (h.Verb == "PATCH" || h.Verb == "UPDATE") && h.Code < 300 {
+				writes += h.Count
+			}
+		}
+		if writes != 1 {
+			t.Errorf("stage 06 writes a ticket itself once (its finalizer) and its status through /status; the trace has %d writes to the ticket itself", writes)
+		}
+	},
+}

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/operator-flow/operator-flow/apicount"
+	"github.com/operator-flow/operator-flow/harness"
+	"github.com/operator-flow/operator-flow/trace"
+)
+
+// traced is what one stage's test saw: the trace of a Logger from apply to
+// deletion, the trace of a FlightTicket from apply to Booked, and the
+// operator's whole recording (its LIST and WATCH requests at start come
+// before any trace).
+type traced struct {
+	logger, ticket trace.Timeline
+	recording      []apicount.Hop
+}
+
+// crdsOf is where a stage's CRDs are, as labs/lab.sh finds them.
+func crdsOf(dir string) string {
+	if _, err := os.Stat(harness.RepoPath(dir, "config", "crd")); err == nil {
+		return filepath.Join(dir, "config", "crd")
+	}
+	return filepath.Join("01-crd-yaml", "crds")
+}
+
+// ready is the operator's log line that says its watches are open, and how
+// many times it must appear (once per kind it watches).
+var ready = map[int]struct {
+	line  string
+	times int
+}{
+	2: {"LIST ", 3},
+	3: {"caches filled", 1},
+	4: {"caches synced", 2},
+	5: {"Starting workers", 2},
+	6: {"Starting workers", 2},
+}
+
+const loggerYAML = `apiVersion: example.com/v1
+kind: Logger
+metadata:
+  name: traced
+spec:
+  name: traced
+  timeInterval: 30
+  replicas: 1
+`
+
+const ticketYAML = `apiVersion: flights.com/v1
+kind: FlightTicket
+metadata:
+  name: traced
+spec:
+  from: Oslo
+  to: Bergen
+  number: 1
+`
+
+// traceStage runs stage n's operator (none for stage 1) in a namespace of
+// its own, with its requests and watch events recorded, and traces a Logger
+// (applied, converged, deleted) and a FlightTicket (applied, converged).
+func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, n int) traced {
+	t.Helper()
+	stage, _ := trace.StageNumber(n)
+	c, err := harness.NewClients(cfg.Client().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.InstallCRDs(ctx, harness.RepoPath(crdsOf(stage.Dir))); err != nil {
+		t.Fatalf("installing stage %s's CRDs: %v", stage.Dir, err)
+	}
+	ns := c.Namespace(t, "trace-"+stage.Dir[:2])
+	audit, err := trace.AuditLog(harness.RepoPath(), cfg.KubeconfigFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := func(o trace.Object, manifest string, del bool) *trace.Tracer {
+		return &trace.Tracer{Stage: stage, Object: o, Manifest: []byte(manifest), Delete: del,
+			Kubectl: harness.RepoPath("bin", "kubectl"), Kubeconfig: cfg.KubeconfigFile(), Audit: audit,
+			Quiet: time.Second, Progress: func(s string) { t.Log(s) }}
+	}
+	lt := tracer(trace.Object{Resource: "loggers", Namespace: ns, Name: "traced"}, loggerYAML, true)
+	tt := tracer(trace.Object{Resource: "flighttickets", Namespace: ns, Name: "traced"}, ticketYAML, false)
+
+	record := filepath.Join(t.TempDir(), "record.jsonl")
+	if n >= 2 {
+		// The operator inherits the recording's file from the environment.
+		t.Setenv(apicount.RecordEnv, record)
+		bin := harness.BuildOperator(t, "./"+stage.Dir)
+		args := []string{"--namespace", ns}
+		if n >= 5 {
+			args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-time-encoding=rfc3339nano")
+		}
+		op := harness.StartOperator(t, cfg.KubeconfigFile(), bin, args...)
+		r := ready[n]
+		harness.Eventually(t, time.Minute, "the operator to open its watches", func(context.Context) (bool, string, error) {
+			return op.CountLog(r.line) >= r.times, op.Log(), nil
+		})
+		for _, tr := range []*trace.Tracer{lt, tt} {
+			tr.Record, tr.Log = trace.File(record), trace.Growing(func() []byte { return []byte(op.Log()) })
+		}
+	}
+	var out traced
+	if out.logger, err = lt.Run(ctx); err != nil {
+		t.Fatalf("tracing a Logger: %v", err)
+	}
+	if out.ticket, err = tt.Run(ctx); err != nil {
+		t.Fatalf("tracing a FlightTicket: %v", err)
+	}
+	b, _ := os.ReadFile(record)
+	out.recording = trace.ParseRecord(b)
+	return out
+}
+
+// TestTrace traces each stage in turn (one stage's CRDs at a time, as the
+// labs install them) and checks the traces' shapes and the lab's diagram.
+func TestTrace(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		stage, _ := trace.StageNumber(n)
+		f := features.New(stage.Dir).Assess("trace", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			tr := traceStage(t, ctx, cfg, n)
+			logTimeline(t, tr.logger)
+			logTimeline(t, tr.ticket)
+			shapes[n](t, tr)
+			checkLabDiagram(t, n, tr)
+			return ctx
+		}).Feature()
+		harness.Env().Test(t, f)
+	}
+}

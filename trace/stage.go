@@ -1,0 +1,63 @@
+package trace
+
+// Stage is what a trace needs to know about a stage: what it is called and
+// what it calls the parts of its operator, as its lab's diagrams do.
+type Stage struct {
+	Number int
+	Dir    string // "02-raw-watch"
+	// Names of the participants that differ from stage to stage.
+	Watch, Queue, Worker string
+	// Handoff is where the operator's log says an event goes: the sync (02),
+	// the event handlers (03), the queue (04). Stages 05 and 06 do not say.
+	Handoff string
+}
+
+// Stages are the course's stages, 1 to 6.
+var Stages = []Stage{
+	{Number: 1, Dir: "01-crd-yaml"},
+	{Number: 2, Dir: "02-raw-watch", Watch: "watch (one loop)", Worker: "sync (the same loop)", Handoff: Worker},
+	{Number: 3, Dir: "03-informer-cache", Watch: "informer (reflector + cache)", Worker: "event handlers", Handoff: Worker},
+	{Number: 4, Dir: "04-workqueue", Watch: "informers (cache)", Queue: "queue of keys", Worker: "workers", Handoff: Queue},
+	{Number: 5, Dir: "05-controller-runtime", Watch: "Manager cache (informers)", Queue: "queue of keys", Worker: "Reconcile"},
+	{Number: 6, Dir: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
+}
+
+// StageNumber returns stage n, or false.
+func StageNumber(n int) (Stage, bool) {
+	if n < 1 || n > len(Stages) {
+		return Stage{}, false
+	}
+	return Stages[n-1], true
+}
+
+// participants in the order a diagram lists them, with their aliases.
+var participantOrder = []struct{ key, alias, name string }{
+	{Kubectl, "K", "kubectl"},
+	{APIServer, "A", "kube-apiserver"},
+	{Etcd, "E", "etcd"},
+	{Watch, "W", ""},
+	{Queue, "Q", ""},
+	{Worker, "R", ""},
+	{KCM, "C", "kube-controller-manager"},
+	{Scheduler, "S", "kube-scheduler"},
+	{Kwok, "N", "kwok (the simulated node)"},
+	{GC, "G", "garbage collector"},
+}
+
+// Name is what the stage calls a participant.
+func (s Stage) Name(key string) string {
+	switch key {
+	case Watch:
+		return s.Watch
+	case Queue:
+		return s.Queue
+	case Worker:
+		return s.Worker
+	}
+	for _, p := range participantOrder {
+		if p.key == key {
+			return p.name
+		}
+	}
+	return key
+}
