@@ -32,7 +32,7 @@ import (
 	"github.com/operator-flow/operator-flow/apicount"
 )
 
-// stageName names this operator in its User-Agent.
+// stageName names this operator in its User-Agent and its first log line.
 const stageName = "05-controller-runtime"
 
 // defaultResync: how often the informers hand every cached object to the
@@ -43,8 +43,8 @@ const stageName = "05-controller-runtime"
 // every ten minutes is plenty.
 const defaultResync = 10 * time.Minute
 
-// defaultWorkers: reconciles of one kind at the same time, as 04's workers
-// per queue.
+// defaultWorkers: goroutines per queue, as many as sample-controller runs.
+// Two keep one slow request from holding up a whole kind.
 const defaultWorkers = 2
 
 // Leader election: replicas compete for the Lease leaderElectionID, and the
@@ -164,7 +164,7 @@ func main() {
 	// is logged before Start returns, so it always comes before the request
 	// summary.
 	ctx := ctrl.SetupSignalHandler()
-	log.Info("starting", "namespace", *namespace, "logger-image", *image, "resync", *resync, "workers", *workers, "leader-elect", *leaderElect)
+	log.Info("starting", "stage", stageName, "namespace", *namespace, "logger-image", *image, "resync", *resync, "workers", *workers, "leader-elect", *leaderElect)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	select {
