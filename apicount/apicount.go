@@ -116,20 +116,11 @@ func (c *Counter) Snapshot() map[Key]int {
 // metrics name verbs: a GET of a collection is a LIST, a GET with watch=true
 // (or on a /watch/ path) is a WATCH.
 func Classify(method, path, watch string) Key {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	// /api/v1/... or /apis/<group>/<version>/...
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return Key{Verb: method, Resource: "/" + strings.Join(parts, "/")}
+	parts, watchPath, ok := apiPath(path)
+	if !ok {
+		return Key{Verb: method, Resource: "/" + strings.Trim(path, "/")}
 	}
-	isWatch := watch == "true" || watch == "1"
-	if len(parts) > 0 && parts[0] == "watch" {
-		isWatch, parts = true, parts[1:]
-	}
+	isWatch := watchPath || watch == "true" || watch == "1"
 	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
 		parts = parts[2:] // namespaces/<ns>/<resource>/...
 	} else if len(parts) == 2 && parts[0] == "namespaces" {
@@ -163,6 +154,25 @@ func Classify(method, path, watch string) Key {
 		}
 	}
 	return Key{Verb: verb, Resource: resource}
+}
+
+// apiPath splits a resource path, /api/v1/... or /apis/<group>/<version>/...,
+// into what follows the group version, without the old /watch/ prefix
+// (watch reports it). ok is false for any other path (discovery, /healthz).
+func apiPath(path string) (parts []string, watch, ok bool) {
+	parts = strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return nil, false, false
+	}
+	if len(parts) > 0 && parts[0] == "watch" {
+		return parts[1:], true, true
+	}
+	return parts, false, true
 }
 
 // Totals adds up a snapshot.

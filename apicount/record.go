@@ -132,17 +132,9 @@ func (r recordingRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 // RequestInfoFactory, which would link the API server's packages into every
 // stage's operator.
 func objectOf(path string) (namespace, name string) {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
+	parts, _, ok := apiPath(path)
+	if !ok {
 		return "", ""
-	}
-	if len(parts) > 0 && parts[0] == "watch" {
-		parts = parts[1:]
 	}
 	if len(parts) >= 3 && parts[0] == "namespaces" {
 		namespace, parts = parts[1], parts[2:]
