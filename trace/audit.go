@@ -8,6 +8,8 @@ import (
 	"time"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/operator-flow/operator-flow/apicount"
 )
 
 // ToolUserAgent is the user agent of the trace's own requests (its waits),
@@ -73,7 +75,7 @@ func AuditHops(events []auditv1.Event, o Object, recorded bool) []Hop {
 		if e.ResponseStatus != nil {
 			h.Code = int(e.ResponseStatus.Code)
 		}
-		h.Stored = isWrite(verb) && h.Code >= 200 && h.Code < 300
+		h.Stored = apicount.Key{Verb: verb}.IsWrite() && h.Code >= 200 && h.Code < 300
 		out = append(out, h)
 	}
 	return out

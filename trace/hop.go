@@ -102,12 +102,3 @@ func (h Hop) What() string {
 	}
 	return b.String()
 }
-
-// isWrite reports whether a request verb changes something.
-func isWrite(verb string) bool {
-	switch verb {
-	case "CREATE", "UPDATE", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY":
-		return true
-	}
-	return false
-}

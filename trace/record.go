@@ -45,7 +45,7 @@ func RecordHops(rec []apicount.Hop, o Object) []Hop {
 				verb += " (failed: " + r.Error + ")"
 			}
 			out = append(out, Hop{Time: r.Time, From: from, To: APIServer, Verb: verb, Resource: r.Resource,
-				Name: r.Name, Code: r.Code, RV: r.ResourceVersion, Stored: isWrite(r.Verb) && r.Code >= 200 && r.Code < 300})
+				Name: r.Name, Code: r.Code, RV: r.ResourceVersion, Stored: apicount.Key{Verb: r.Verb}.IsWrite() && r.Code >= 200 && r.Code < 300})
 		case "event":
 			if !related || r.Verb == "BOOKMARK" {
 				continue

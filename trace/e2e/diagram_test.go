@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-flow/operator-flow/apicount"
 	"github.com/operator-flow/operator-flow/harness"
 	"github.com/operator-flow/operator-flow/trace"
 )
@@ -165,7 +166,7 @@ func checkLabDiagram(t *testing.T, n int, tr traced) {
 			if h.From == trace.Kubectl && h.Verb == "DELETE" {
 				break
 			}
-			if h.From == trace.Worker && isWriteVerb(h.Verb) && h.Resource != "events" && !drawn[h.Verb+" "+h.Resource] {
+			if h.From == trace.Worker && (apicount.Key{Verb: h.Verb}).IsWrite() && h.Resource != "events" && !drawn[h.Verb+" "+h.Resource] {
 				t.Errorf("%s does not draw the operator's %s %s, which the trace of %s on stage %d has (an arrow \"R->>A: %s %s/...\")", name, h.Verb, h.Resource, tl.Object, n, httpVerb(h.Verb), h.Resource)
 				drawn[h.Verb+" "+h.Resource] = true
 			}
@@ -194,10 +195,6 @@ func inOrderQuiet(tl trace.Timeline, pats []hop) bool {
 		i++
 	}
 	return true
-}
-
-func isWriteVerb(v string) bool {
-	return v == "CREATE" || v == "UPDATE" || v == "PATCH" || v == "DELETE"
 }
 
 func httpVerb(v string) string {
