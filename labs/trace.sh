@@ -3,8 +3,9 @@
 # operator's side of the wire recorded (apicount's APICOUNT_RECORD), then
 # follows one object (OBJ=kind/namespace/name, a sample by default) from
 # `kubectl apply` to its converged state, and with DELETE=1 (or
-# DELETE=foreground) through its deletion too. The timeline goes to the terminal, the Mermaid diagram to
-# .state/trace/. The Makefile starts (or reuses) the cluster first.
+# DELETE=foreground) through its deletion too. The timeline goes to the
+# terminal, the Mermaid diagram to .state/trace/. The Makefile starts (or
+# reuses) the cluster first.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
