@@ -73,16 +73,22 @@ KUBE_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go
 	-X $(p).gitMajor=$(word 1,$(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))) \
 	-X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))))
 
+# The kube binaries and etcd are static (CGO_ENABLED=0), as upstream ships
+# them. The kind node image (tools/kind/node-image.sh) copies these and builds
+# its kubelet, kubeadm and kube-proxy from the same module with the same
+# settings, so the packages they share are compiled once (Go's build cache).
+STATIC_GO := CGO_ENABLED=0 go build -trimpath
+
 # kubectl has a rule of its own: CLUSTER=kind needs it without the control
-# plane. The packages both share are compiled once (Go's build cache).
+# plane.
 $(BIN)/kubectl: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
 	@echo ">> building kubectl $(KUBE_VERSION) from source into ./bin (once)"
-	@cd tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+	@cd tools/kube && $(STATIC_GO) -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 	@touch $@
 
 $(KUBE_BINS) &: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
 	@echo ">> building kube-apiserver, kube-controller-manager, kube-scheduler $(KUBE_VERSION) from source into ./bin: once, about 10 minutes on 2 cores"
-	@start=$$SECONDS; cd tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ \
+	@start=$$SECONDS; cd tools/kube && $(STATIC_GO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler; \
 		echo ">> control plane built in $$((SECONDS - start))s"
@@ -90,7 +96,7 @@ $(KUBE_BINS) &: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
 
 $(BIN)/etcd: $(PINS)/ETCD_VERSION tools/etcd/go.mod tools/etcd/go.sum tools/etcd/main.go
 	@echo ">> building etcd $(ETCD_VERSION) into ./bin (once, about a minute)"
-	@cd tools/etcd && go build -trimpath -ldflags '-s -w' -o $@ .
+	@cd tools/etcd && $(STATIC_GO) -ldflags '-s -w' -o $@ .
 
 $(KWOK_BINS) &: $(PINS)/KWOK_VERSION
 	@echo ">> building kwok and kwokctl $(KWOK_VERSION) into ./bin (once, about a minute)"
@@ -129,6 +135,10 @@ cluster: $(CLUSTER_TOOLS) ## Start the workshop cluster, or reuse the running on
 .PHONY: kind-image
 kind-image: docker-check ## Build the kind node image for KUBE_VERSION from source, for machines that cannot pull kindest/node (Linux; cached).
 	@tools/kind/node-image.sh
+
+.PHONY: test-kind
+test-kind: $(KIND_TOOLS) ## The kind suite: e2e, labs, check-6 and deploy-5/6 on one kind cluster, where pods really run (tools/kind/suite.sh).
+	@tools/kind/suite.sh
 
 .PHONY: cluster-down
 cluster-down: ## Stop the workshop cluster; no process or port is left behind.

@@ -166,9 +166,10 @@ func waitPortFree(t testing.TB, port string, timeout time.Duration) {
 }
 
 // restartKindStaticPod kills a control-plane container inside the kind node;
-// the node's kubelet starts its static pod again on its own. (Proven on
-// GitHub's hosted runners only: no Docker engine runs where this repository's
-// own CI does.)
+// the node's kubelet starts its static pod again on its own, after the
+// restart backoff that cluster/kind.yaml caps at 1s. whileDown therefore runs
+// while the kubelet may already be starting the component again, unlike on
+// kwok, where the component stays down until whileDown returns.
 func restartKindStaticPod(t testing.TB, component string, whileDown func()) {
 	t.Helper()
 	node := privateCluster + "-control-plane"
@@ -220,11 +221,22 @@ func waitGone(t testing.TB, pid int, timeout time.Duration) {
 	}
 }
 
-// ComponentLog returns the last lines of a private kwok cluster component's
-// log file: what to show when a restarted component does not come back.
+// ComponentLog returns the last lines of a private cluster component's log:
+// what to show when a restarted component does not come back. On kwok it is
+// the component's log file; on kind, the container runtime's log of its
+// latest container in the node.
 func ComponentLog(component string, lines int) string {
-	if !PrivateCluster() || os.Getenv("CLUSTER") == "kind" {
-		return "(no log file: not a private kwok cluster)"
+	if !PrivateCluster() {
+		return "(no component log: not a private cluster)"
+	}
+	if os.Getenv("CLUSTER") == "kind" {
+		node := privateCluster + "-control-plane"
+		script := fmt.Sprintf("crictl logs --tail %d \"$(crictl ps -a -q --latest --name '^%s$')\"", lines, component)
+		out, err := exec.Command("docker", "exec", node, "sh", "-c", script).CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("(crictl logs of %s in kind node %s: %v) %s", component, node, err, out)
+		}
+		return string(out)
 	}
 	b, err := os.ReadFile(RepoPath(".state", "kwok", "clusters", privateCluster, "logs", component+".log"))
 	if err != nil {

@@ -20,10 +20,11 @@ KIND_VERSION := v0.33.0
 KIND_NODE_IMAGE := kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed
 # The node image `make kind-image` builds from source when kindest/node cannot
 # be pulled (tools/kind/node-image.sh): Kubernetes is KUBE_VERSION, etcd
-# ETCD_VERSION; these are the rest. containerd and CoreDNS are the versions
-# kind's base image and kubeadm use; Debian bookworm's systemd 252 still runs
+# ETCD_VERSION; these are the rest. containerd, crictl and CoreDNS are the
+# versions kind's base image and kubeadm use; Debian bookworm's systemd 252 still runs
 # on cgroup v1 hosts.
 KIND_CONTAINERD_VERSION := v2.3.4
+KIND_CRICTL_VERSION := v1.36.0
 KIND_COREDNS_VERSION := v1.14.2
 KIND_DEBIAN_SUITE := bookworm
 # controller-gen writes CRDs and RBAC from kubebuilder markers (stages 05, 06).

@@ -53,6 +53,10 @@ func logger(s Stage) features.Feature {
 			}
 			return ctx
 		}).
+		Assess("its pods print the activity line every timeInterval seconds (kind only)", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			f.waitLoggerOutput(t, want.logger, want.printed, want.interval)
+			return ctx
+		}).
 		Assess("changing replicas and timeInterval reaches the Deployment", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			want.replicas, want.interval = 3, 7
 			f.patchSpec(t, loggerGVR, want.logger, map[string]any{"replicas": 3, "timeInterval": 7})

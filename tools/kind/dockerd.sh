@@ -7,7 +7,9 @@
 #   dockerd.sh start   start the engine (socket, data and state under
 #                      .state/kind-dockerd), its default runtime
 #                      runc-nosysresource; prints the DOCKER_HOST line
-#   dockerd.sh stop    stop it (containers first)
+#   dockerd.sh stop    stop it, removing its containers first (a test run
+#                      that was killed leaves no kind node behind); images
+#                      stay, so the node image is built once
 #   dockerd.sh env     print: export DOCKER_HOST=...
 #
 # Why: kind always runs its node `docker run --privileged`, and Docker
@@ -56,8 +58,8 @@ start)
 stop)
 	if running; then
 		pid=$(cat "$PIDFILE")
-		ids=$(DOCKER_HOST="unix://$SOCK" docker ps -q)
-		[[ -z $ids ]] || DOCKER_HOST="unix://$SOCK" docker stop $ids >/dev/null
+		ids=$(DOCKER_HOST="unix://$SOCK" docker ps -aq)
+		[[ -z $ids ]] || DOCKER_HOST="unix://$SOCK" docker rm -f -v $ids >/dev/null
 		# kind's network is a bridge with iptables rules on the machine; an
 		# engine that stops leaves them, so remove the networks first.
 		DOCKER_HOST="unix://$SOCK" docker network prune -f >/dev/null

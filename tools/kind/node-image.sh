@@ -6,11 +6,14 @@
 # It does by hand what `kind build node-image` does (that command always
 # pulls its base image, etcd, CoreDNS, pause and kindnetd):
 #
-#   1. static binaries (CGO_ENABLED=0) from the Go module proxy: kubelet,
-#      kubeadm, kubectl, kube-proxy and the control plane from
-#      k8s.io/kubernetes (tools/kind/go.mod), containerd from
-#      github.com/containerd/containerd/v2, etcd (tools/etcd), CoreDNS;
-#      pause from the kubernetes module's build/pause/linux/pause.c
+#   1. static binaries (CGO_ENABLED=0) from the Go module proxy: the
+#      control plane, kubectl and etcd are the ones `make tools` builds into
+#      ./bin for the kwok cluster; kubelet, kubeadm and kube-proxy come from
+#      the same module (tools/kube) with the same settings, so they compile
+#      only what the control plane does not share; containerd from
+#      github.com/containerd/containerd/v2, crictl from sigs.k8s.io/cri-tools,
+#      CoreDNS; pause from the
+#      kubernetes module's build/pause/linux/pause.c
 #   2. a Debian rootfs (debootstrap, Debian's packages: systemd, iptables,
 #      runc, CNI plugins, ...) plus kind's own files from the
 #      sigs.k8s.io/kind module (entrypoint, systemd units, containerd config)
@@ -45,6 +48,7 @@ step() { say "$* (previous step: $((SECONDS - step_start))s)"; step_start=$SECON
 KUBE_VERSION=$(pin KUBE_VERSION)
 KIND_VERSION=$(pin KIND_VERSION)
 CONTAINERD_VERSION=$(pin KIND_CONTAINERD_VERSION)
+CRICTL_VERSION=$(pin KIND_CRICTL_VERSION)
 COREDNS_VERSION=$(pin KIND_COREDNS_VERSION)
 DEBIAN_SUITE=$(pin KIND_DEBIAN_SUITE)
 IMAGE="operator-flow/kind-node:$KUBE_VERSION"
@@ -57,7 +61,7 @@ for c in docker debootstrap gcc jq apt-get dpkg-deb; do
 done
 
 # The checksum of everything the image is made from.
-STAMP=$(cat "$ROOT/tools/versions.mk" "$ROOT"/tools/kind/* "$ROOT/tools/etcd/go.sum" | cksum | awk '{print $1}')
+STAMP=$(cat "$ROOT/tools/versions.mk" "$ROOT"/tools/kind/* "$ROOT/tools/kube/go.sum" "$ROOT/tools/etcd/go.sum" | cksum | awk '{print $1}')
 if [[ $(docker image inspect --format '{{index .Config.Labels "operator-flow.stamp"}}' "$IMAGE" 2>/dev/null) == "$STAMP" ]]; then
 	say "$IMAGE is up to date (pins unchanged)"
 	exit 0
@@ -68,17 +72,18 @@ total=$SECONDS
 # ------------------------------------------------------------ binaries ---
 if [[ $(cat "$B/.stamp" 2>/dev/null) != "$STAMP" ]]; then
 	step "building static binaries into ${B#"$ROOT"/}"
+	shared=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd)
+	make -s -C "$ROOT" "${shared[@]/#/$ROOT/bin/}"
+	for b in "${shared[@]}"; do cp "$ROOT/bin/$b" "$B/"; done
 	ldflags=$(make -s -C "$ROOT" --eval 'print-kube-ldflags: ; @echo $(KUBE_LDFLAGS)' print-kube-ldflags)
 	export CGO_ENABLED=0
-	(cd "$ROOT/tools/kind" && go build -trimpath -ldflags "$ldflags" -o "$B/" \
-		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubectl \
-		k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-apiserver \
-		k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+	(cd "$ROOT/tools/kube" && go build -trimpath -ldflags "$ldflags" -o "$B/" \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kube-proxy)
 	GOBIN="$B" go install -trimpath -ldflags '-s -w' -tags 'no_btrfs no_devmapper no_zfs' \
 		"github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
 		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
 		"github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION"
-	(cd "$ROOT/tools/etcd" && go build -trimpath -ldflags '-s -w' -o "$B/etcd" .)
+	GOBIN="$B" go install -trimpath -ldflags '-s -w' "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
 	GOBIN="$B" go install -trimpath -ldflags '-s -w' "github.com/coredns/coredns@$COREDNS_VERSION"
 	unset CGO_ENABLED
 	gcc -Os -Wall -Werror -static -DVERSION="v3.10-operator-flow" -o "$B/pause" \
@@ -111,7 +116,7 @@ grep -q '^ReadKMsg=no' "$ROOTFS/etc/systemd/journald.conf" || echo "ReadKMsg=no"
 chroot "$ROOTFS" systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
 chroot "$ROOTFS" systemctl mask systemd-binfmt.service >/dev/null 2>&1
 mkdir -p "$ROOTFS/etc/kubernetes/manifests" "$ROOTFS/opt/cni/bin" "$ROOTFS/etc/cni/net.d" "$ROOTFS/usr/local/sbin"
-cp "$B/containerd" "$B/containerd-shim-runc-v2" "$B/ctr" "$ROOTFS/usr/local/bin/"
+cp "$B/containerd" "$B/containerd-shim-runc-v2" "$B/ctr" "$B/crictl" "$ROOTFS/usr/local/bin/"
 cp "$B/kubelet" "$B/kubeadm" "$B/kubectl" "$ROOTFS/usr/bin/"
 # containerd runs `runc` from PATH: /usr/local/sbin comes before Debian's
 # /usr/sbin/runc. See the wrapper for why.
