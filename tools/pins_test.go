@@ -30,7 +30,6 @@ func TestModulesMatchPins(t *testing.T) {
 	p := pins(t)
 	for _, tc := range []struct{ pin, gomod, module string }{
 		{"KUBE_VERSION", "kube/go.mod", "k8s.io/kubernetes"},
-		{"KUBE_VERSION", "kind/go.mod", "k8s.io/kubernetes"},
 		{"ETCD_VERSION", "etcd/go.mod", "go.etcd.io/etcd/server/v3"},
 	} {
 		b, err := os.ReadFile(tc.gomod)
@@ -53,7 +52,7 @@ func TestModulesMatchPins(t *testing.T) {
 // tools/kube replaces is pinned to the v0.x twin of KUBE_VERSION.
 func TestStagingModulesMatchKube(t *testing.T) {
 	want := "v0" + strings.TrimPrefix(pins(t)["KUBE_VERSION"], "v1")
-	for _, gomod := range []string{"kube/go.mod", "kind/go.mod"} {
+	for _, gomod := range []string{"kube/go.mod"} {
 		b, err := os.ReadFile(gomod)
 		if err != nil {
 			t.Fatal(err)
