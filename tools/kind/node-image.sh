@@ -10,10 +10,9 @@
 #      control plane, kubectl and etcd are the ones `make tools` builds into
 #      ./bin for the kwok cluster; kubelet, kubeadm and kube-proxy come from
 #      the same module (tools/kube) with the same settings, so they compile
-#      only what the control plane does not share; containerd from
-#      github.com/containerd/containerd/v2, crictl from sigs.k8s.io/cri-tools,
-#      CoreDNS; pause from the
-#      kubernetes module's build/pause/linux/pause.c
+#      only what the control plane does not share; containerd, crictl and
+#      CoreDNS from their modules; pause from the kubernetes module's
+#      build/pause/linux/pause.c
 #   2. a Debian rootfs (debootstrap, Debian's packages: systemd, iptables,
 #      runc, CNI plugins, ...) plus kind's own files from the
 #      sigs.k8s.io/kind module (entrypoint, systemd units, containerd config)
