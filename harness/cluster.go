@@ -91,7 +91,7 @@ func run(m *testing.M, crds []string, private bool) int {
 		} else {
 			// e2e-framework creates kind clusters without --wait: the node
 			// may not be Ready (no CNI yet) when the first test starts.
-			testEnv.Setup(waitNodeReady(name + "-control-plane"))
+			testEnv.Setup(waitNodeReady(kindNode(name)))
 		}
 		testEnv.Finish(destroy(provider, name))
 	}
@@ -110,6 +110,9 @@ func run(m *testing.M, crds []string, private bool) int {
 	})
 	return testEnv.Run(m)
 }
+
+// kindNode is the name of a one-node kind cluster's node container.
+func kindNode(cluster string) string { return cluster + "-control-plane" }
 
 // newProvider returns the e2e-framework cluster provider that CLUSTER selects,
 // configured to use ./bin and to keep every file under .state.

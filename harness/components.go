@@ -172,7 +172,7 @@ func waitPortFree(t testing.TB, port string, timeout time.Duration) {
 // kwok, where the component stays down until whileDown returns.
 func restartKindStaticPod(t testing.TB, component string, whileDown func()) {
 	t.Helper()
-	node := privateCluster + "-control-plane"
+	node := kindNode(privateCluster)
 	out, err := exec.Command("docker", "exec", node, "pkill", "-KILL", "-x", component).CombinedOutput()
 	if err != nil {
 		t.Fatalf("killing %s in kind node %s: %v\n%s", component, node, err, out)
@@ -230,7 +230,7 @@ func ComponentLog(component string, lines int) string {
 		return "(no component log: not a private cluster)"
 	}
 	if os.Getenv("CLUSTER") == "kind" {
-		node := privateCluster + "-control-plane"
+		node := kindNode(privateCluster)
 		script := fmt.Sprintf("crictl logs --tail %d \"$(crictl ps -a -q --latest --name '^%s$')\"", lines, component)
 		out, err := exec.Command("docker", "exec", node, "sh", "-c", script).CombinedOutput()
 		if err != nil {
