@@ -67,9 +67,9 @@ func (r *FlightTicketReconciler) SetupWithManager(mgr ctrl.Manager, workers int)
 // returned is retried with backoff.
 func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx) // carries the ticket's namespace and name
-	// From the cache: no request. The informer applies events in order, so
-	// this is the newest state it has seen, however many events queued
-	// this key. t is a deep copy, ours to change.
+	// Step 1: read the ticket. From the cache: no request. The informer
+	// applies events in order, so this is the newest state it has seen,
+	// however many events queued this key. t is a deep copy, ours to change.
 	var t flightsv1.FlightTicket
 	if err := r.Get(ctx, req.NamespacedName, &t); err != nil {
 		// Deleted: the finalizer lets a ticket go only once its seats are
@@ -77,27 +77,28 @@ func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	// Being deleted: give the seats back, then let the ticket go.
+	// Step 2: being deleted: give the seats back, then let the ticket go.
 	if !t.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.release(ctx, &t)
 	}
-	// First sight: add the finalizer before holding any seat, so that from
-	// the moment seats are held, the ticket cannot vanish without this
-	// operator hearing of it, even while it is stopped.
+	// Step 3: on first sight, add the finalizer before holding any seat, so
+	// that from the moment seats are held, the ticket cannot vanish without
+	// this operator hearing of it, even while it is stopped.
 	if !controllerutil.ContainsFinalizer(&t, ticketFinalizer) {
 		if err := r.addFinalizer(ctx, &t); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 
-	// Already booked for this generation of the spec: write nothing. The
-	// seats are held before the status says so, so the status is proof
-	// enough; the ledger is never read.
+	// Step 4: already booked for this generation of the spec: write
+	// nothing. The seats are held before the status says so, so the status
+	// is proof enough; the ledger is never read.
 	want := bookedStatus(&t)
 	if equality.Semantic.DeepEqual(t.Status, want) {
 		log.Info("in sync", "key", req.String())
 		return ctrl.Result{}, nil
 	}
+	// Step 5: hold the seats, then write the status and the Booked Event.
 	// A failure to hold the seats is reported three ways: the Degraded
 	// condition (for `kubectl get` and scripts), a Warning Event (for
 	// `kubectl describe`), and the returned error, retried with backoff.

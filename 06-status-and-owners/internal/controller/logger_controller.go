@@ -82,6 +82,7 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	log := logf.FromContext(ctx) // carries the Logger's namespace and name
 	namespace, name := req.Namespace, req.Name
 
+	// Step 1: read the Logger from the cache.
 	var l examplev1.Logger // from the cache: a deep copy, ours to change
 	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
 		// NotFound: the Logger is gone. Its Deployment names it as owner,
@@ -89,6 +90,7 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// to us, whether we ran when the Logger was deleted or not.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Step 2: a Logger being deleted is left to the garbage collector.
 	if !l.DeletionTimestamp.IsZero() {
 		// With foreground deletion the Logger stays until the garbage
 		// collector has deleted its Deployment; creating or repairing the
@@ -96,6 +98,8 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		log.Info("being deleted; the garbage collector removes its deployment")
 		return ctrl.Result{}, nil
 	}
+	// Step 3: the Deployment the spec asks for, with the Logger as its
+	// controller owner.
 	if err := checkSpec(l.Spec); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -103,8 +107,8 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := controllerutil.SetControllerReference(&l, want, r.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
-	// The API server's refusal to create, adopt or repair the Deployment is
-	// a failure: a Warning Event, the Degraded condition, and the error
+	// Step 4: create, adopt or repair the Deployment. The API server's
+	// refusal to create, adopt or repair the Deployment is a failure: a Warning Event, the Degraded condition, and the error
 	// returned at the end, so that controller-runtime retries with backoff.
 	wrote := true
 	var failure *deploymentFailure
@@ -119,7 +123,7 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			// (It can also be ours, created a moment ago, whose event has
 			// not reached the cache yet; that event reconciles the Logger
 			// again at once, and the condition clears.)
-			failure = &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("Deployment %s exists and is not labelled %s; not touching it", want.Name, managedBySelector)}
+			failure = &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("a Deployment named %s exists and is not labelled %s; not touching it", want.Name, managedBySelector)}
 		} else if err != nil {
 			// A quota, an admission policy, the API server being away.
 			failure = &deploymentFailure{examplev1.ReasonCreateFailed, fmt.Errorf("creating Deployment %s: %w", want.Name, err)}
@@ -144,6 +148,8 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	default:
 		wrote = false
 	}
+	// Step 5: report what happened: a Warning Event for a failure, and the
+	// status (conditions and observedGeneration) from the Deployment seen.
 	if failure != nil {
 		r.Recorder.Eventf(&l, nil, corev1.EventTypeWarning, EventReasonFailed, "Reconcile", "%v", failure)
 	}
@@ -204,7 +210,7 @@ func (r *LoggerReconciler) writeStatus(ctx context.Context, l *examplev1.Logger,
 // over.
 func (r *LoggerReconciler) adopt(ctx context.Context, l *examplev1.Logger, d *appsv1.Deployment) (*deploymentFailure, error) {
 	if owner := metav1.GetControllerOf(d); owner != nil {
-		return &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("Deployment %s is controlled by %s %s, not by this Logger; not touching it", d.Name, owner.Kind, owner.Name)}, nil
+		return &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("the Deployment %s is controlled by %s %s, not by this Logger; not touching it", d.Name, owner.Kind, owner.Name)}, nil
 	}
 	// A merge patch replaces the list of owner references whole, so it
 	// carries the resourceVersion (MergeFromWithOptimisticLock): a conflict
