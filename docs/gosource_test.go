@@ -1,0 +1,203 @@
+package docs
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A goIndex is what a set of Go files declares, read with go/parser (no
+// type checking): enough to tell whether a name a doc writes exists.
+type goIndex struct {
+	decls   map[string][]string            // name -> files declaring it: funcs, methods, types, fields, interface methods, consts, vars
+	funcs   map[string]*ast.FuncDecl       // "Name" and "Recv.Name" -> its declaration
+	files   map[*ast.FuncDecl]string       // a declaration's file
+	lits    map[string]bool                // every string literal's value
+	imports map[string]map[string]bool     // import name (alias or the path's last element) -> import paths
+	notes   map[string][]*ast.CommentGroup // a file's comments
+	fset    *token.FileSet
+}
+
+func newIndex() *goIndex {
+	return &goIndex{decls: map[string][]string{}, funcs: map[string]*ast.FuncDecl{}, files: map[*ast.FuncDecl]string{},
+		lits: map[string]bool{}, imports: map[string]map[string]bool{}, notes: map[string][]*ast.CommentGroup{}, fset: token.NewFileSet()}
+}
+
+func (x *goIndex) declare(name, file string) {
+	for _, f := range x.decls[name] {
+		if f == file {
+			return
+		}
+	}
+	x.decls[name] = append(x.decls[name], file)
+}
+
+// addFile indexes one Go file; file is the name recorded for its decls.
+func (x *goIndex) addFile(t *testing.T, path, file string) {
+	f, err := parser.ParseFile(x.fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	x.notes[file] = append(x.notes[file], f.Comments...)
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		names := []string{p[strings.LastIndex(p, "/")+1:]}
+		if imp.Name != nil {
+			names = []string{imp.Name.Name}
+		}
+		for _, name := range names {
+			if x.imports[name] == nil {
+				x.imports[name] = map[string]bool{}
+			}
+			x.imports[name][p] = true
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			x.declare(n.Name.Name, file)
+			key := n.Name.Name
+			if n.Recv != nil && len(n.Recv.List) == 1 {
+				key = recvName(n.Recv.List[0].Type) + "." + key
+			}
+			x.funcs[key], x.files[n] = n, file
+			if _, ok := x.funcs[n.Name.Name]; !ok {
+				x.funcs[n.Name.Name] = n
+			}
+		case *ast.TypeSpec:
+			x.declare(n.Name.Name, file)
+		case *ast.ValueSpec:
+			for _, id := range n.Names {
+				x.declare(id.Name, file)
+			}
+		case *ast.Field:
+			for _, id := range n.Names {
+				x.declare(id.Name, file)
+			}
+			if len(n.Names) == 0 { // an embedded type is a field of its own name
+				x.declare(recvName(n.Type), file)
+			}
+		case *ast.BasicLit:
+			if n.Kind == token.STRING {
+				if s, err := strconv.Unquote(n.Value); err == nil {
+					x.lits[s] = true
+				}
+			}
+		}
+		return true
+	})
+}
+
+// recvName is the type name of a receiver or embedded field: T, *T, T[K], pkg.T.
+func recvName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return recvName(e.X)
+	case *ast.IndexExpr:
+		return recvName(e.X)
+	case *ast.IndexListExpr:
+		return recvName(e.X)
+	case *ast.SelectorExpr:
+		return e.Sel.Name
+	case *ast.Ident:
+		return e.Name
+	}
+	return ""
+}
+
+// indexTree indexes every Go file under dir (relative to the repository),
+// tests and generated code included, leaving out nested modules and the
+// folders that are not the repository's code.
+func indexTree(t *testing.T, dir string) *goIndex {
+	t.Helper()
+	x := newIndex()
+	err := filepath.WalkDir(filepath.Join(root, dir), func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if e.IsDir() {
+			if rel != dir {
+				switch e.Name() {
+				case ".git", ".state", "bin", "workspace":
+					return filepath.SkipDir
+				}
+				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if strings.HasSuffix(rel, ".go") {
+			x.addFile(t, p, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+var (
+	libOnce  sync.Once
+	libIndex map[string]*goIndex // import path -> the package's exported names
+	libErr   error
+)
+
+// libraries indexes the packages the repository imports (the standard
+// library's and the modules' in go.mod), as the Go toolchain resolves them.
+func libraries(t *testing.T, repo *goIndex) map[string]*goIndex {
+	t.Helper()
+	libOnce.Do(func() {
+		var paths []string
+		for _, ps := range repo.imports {
+			for p := range ps {
+				if !strings.HasPrefix(p, "github.com/operator-flow/") {
+					paths = append(paths, p)
+				}
+			}
+		}
+		sort.Strings(paths)
+		cmd := exec.Command("go", append([]string{"list", "-e", "-f", "{{.ImportPath}}\t{{.Dir}}"}, paths...)...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			libErr = err
+			return
+		}
+		libIndex = map[string]*goIndex{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			path, dir, _ := strings.Cut(line, "\t")
+			if dir == "" {
+				continue
+			}
+			x := newIndex()
+			files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+			for _, f := range files {
+				if !strings.HasSuffix(f, "_test.go") {
+					x.addFile(t, f, path)
+				}
+			}
+			libIndex[path] = x
+		}
+	})
+	if libErr != nil {
+		t.Fatalf("go list of the imported packages: %v", libErr)
+	}
+	return libIndex
+}
+
+// fileComments are the comments of the file that declares f.
+func fileComments(x *goIndex, f *ast.FuncDecl) []*ast.CommentGroup {
+	return x.notes[x.files[f]]
+}

@@ -1,0 +1,416 @@
+package docs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestNamesInBackticksExist resolves what the learner's docs write in
+// backticks, in the prose and in the commands of their sh blocks:
+//   - `make TARGET ...`: every target is one `make help` lists;
+//   - a flag (`--workers=2`): the operator's --help lists it (the stage the
+//     doc is about, else any stage), or kubectl's help does;
+//   - a path (`config/rbac/role.yaml`, `hack/`): it exists, from the
+//     repository, the doc's folder or its stage's folder;
+//   - a Go name (`processNextWorkItem`, `cache.WaitForCacheSync`,
+//     `r.Status().Patch`): the stage the doc is about declares it, else the
+//     repository, else the package the qualifier imports.
+//
+// A span of several words, a field path (`spec.replicas`) or a plain
+// lower-case word is prose, not a name, and is not looked up.
+func TestNamesInBackticksExist(t *testing.T) {
+	r := newResolver(t)
+	for _, p := range learnerDocs(t) {
+		d := readDoc(t, p)
+		for _, s := range d.spans {
+			if problem := r.check(d, s.text); problem != "" {
+				t.Errorf("%s:%d: `%s`: %s", p, s.line, s.text, problem)
+			}
+		}
+		for _, b := range d.blocks {
+			if b.lang != "sh" && b.lang != "console" {
+				continue
+			}
+			for i, l := range b.body {
+				l = strings.TrimPrefix(strings.TrimSpace(l), "$ ")
+				for _, cmd := range strings.Split(l, "&&") {
+					cmd = strings.TrimSpace(cmd)
+					if strings.HasPrefix(cmd, "make ") {
+						if problem := r.checkMake(cmd); problem != "" {
+							t.Errorf("%s:%d: `%s`: %s", p, b.line+1+i, cmd, problem)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+type resolver struct {
+	t      *testing.T
+	repo   *goIndex
+	stages map[string]*goIndex
+}
+
+var (
+	targetsOnce sync.Once
+	targets     []*regexp.Regexp // make help's targets, N standing for a number
+	flagsOnce   sync.Once
+	flagSets    map[string]map[string]bool // stage -> its operator's flags
+)
+
+var (
+	sharedOnce     sync.Once
+	sharedResolver *resolver
+)
+
+// newResolver indexes the repository once for all the tests of the package;
+// each test reports through its own t.
+func newResolver(t *testing.T) *resolver {
+	sharedOnce.Do(func() {
+		r := &resolver{repo: indexTree(t, "."), stages: map[string]*goIndex{}}
+		for _, s := range stageDirs {
+			r.stages[s] = indexTree(t, s)
+		}
+		sharedResolver = r
+	})
+	r := *sharedResolver
+	r.t = t
+	return &r
+}
+
+func (r *resolver) check(d doc, text string) string {
+	switch {
+	case strings.HasPrefix(text, "make "):
+		return r.checkMake(text)
+	case flagSpanRE.MatchString(text):
+		return r.checkFlags(d, text)
+	case isPath(text):
+		return r.checkPath(d, text)
+	case goNameRE.MatchString(text):
+		return r.checkGoName(d, text)
+	}
+	return ""
+}
+
+// ------------------------------------------------------------------ make ---
+
+var makeWordRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// checkMake resolves the targets of one make command line.
+func (r *resolver) checkMake(cmd string) string {
+	targetsOnce.Do(func() {
+		c := exec.Command("make", "help")
+		c.Dir = root
+		out, err := c.Output()
+		if err != nil {
+			r.t.Fatalf("make help: %v", err)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) == 0 || !strings.HasPrefix(l, "  ") {
+				continue
+			}
+			re := "^" + strings.ReplaceAll(regexp.QuoteMeta(f[0]), "N", `(\d+|N)`) + "$"
+			targets = append(targets, regexp.MustCompile(re))
+		}
+	})
+	for _, w := range strings.Fields(cmd)[1:] {
+		if strings.Contains(w, "=") || strings.HasPrefix(w, "-") || w == "..." {
+			continue // a variable, or a flag of make
+		}
+		if !makeWordRE.MatchString(w) {
+			break // the rest of the line is not make's (a pipe, a comment)
+		}
+		found := false
+		for _, re := range targets {
+			found = found || re.MatchString(w)
+		}
+		if !found {
+			return fmt.Sprintf("make help lists no target %q", w)
+		}
+	}
+	return ""
+}
+
+// ----------------------------------------------------------------- flags ---
+
+var flagSpanRE = regexp.MustCompile(`^--?[a-z][a-z0-9-]*(=\S*)?( (--?[a-z][a-z0-9-]*(=\S*)?|[0-9a-z$()_]+))*$`)
+
+// checkFlags resolves each flag of a span such as `--workers 1 --resync 0`.
+func (r *resolver) checkFlags(d doc, text string) string {
+	for _, w := range strings.Fields(text) {
+		if !strings.HasPrefix(w, "-") {
+			continue
+		}
+		name := strings.TrimLeft(w, "-")
+		name, _, _ = strings.Cut(name, "=")
+		stages := stageDirs[1:]
+		if d.stage != "" && d.stage != stageDirs[0] {
+			stages = []string{d.stage}
+		}
+		found := false
+		for _, s := range stages {
+			found = found || r.operatorFlags(s)[name]
+		}
+		if !found && !r.kubectlFlags()[name] {
+			return fmt.Sprintf("neither the operator's --help (%s) nor kubectl's lists -%s", strings.Join(stages, ", "), name)
+		}
+	}
+	return ""
+}
+
+var flagLineRE = regexp.MustCompile(`(?m)^\s+-(\S+)`)
+
+// operatorFlags runs a stage's operator with --help and reads its flags.
+func (r *resolver) operatorFlags(stage string) map[string]bool {
+	flagsOnce.Do(func() {
+		flagSets = map[string]map[string]bool{}
+		dir := r.t.TempDir()
+		var pkgs []string
+		for _, s := range stageDirs[1:] {
+			pkgs = append(pkgs, "./"+s)
+		}
+		build := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			r.t.Fatalf("go build of the operators: %v\n%s", err, out)
+		}
+		for _, s := range stageDirs[1:] {
+			// The flag package prints the flags and exits with 0 on --help.
+			out, err := exec.Command(filepath.Join(dir, s), "--help").CombinedOutput()
+			if err != nil {
+				r.t.Fatalf("%s --help: %v\n%s", s, err, out)
+			}
+			flagSets[s] = map[string]bool{}
+			for _, m := range flagLineRE.FindAllStringSubmatch(string(out), -1) {
+				flagSets[s][m[1]] = true
+			}
+		}
+	})
+	return flagSets[stage]
+}
+
+var (
+	kubectlOnce sync.Once
+	kubectlSet  map[string]bool
+)
+
+// kubectlFlags reads the flags of the kubectl commands the labs use, from
+// the kubectl that `make tools` builds into ./bin.
+func (r *resolver) kubectlFlags() map[string]bool {
+	kubectlOnce.Do(func() {
+		kubectl := filepath.Join(root, "bin", "kubectl")
+		if _, err := os.Stat(kubectl); err != nil {
+			r.t.Fatalf("%s is missing: `make tools` builds it (this test reads its flags from its --help)", kubectl)
+		}
+		kubectlSet = map[string]bool{}
+		for _, args := range [][]string{{"options"}, {"apply", "--help"}, {"get", "--help"}, {"delete", "--help"},
+			{"patch", "--help"}, {"scale", "--help"}, {"auth", "can-i", "--help"}, {"explain", "--help"},
+			{"describe", "--help"}, {"logs", "--help"}, {"wait", "--help"}, {"create", "--help"}} {
+			out, err := exec.Command(kubectl, args...).Output()
+			if err != nil {
+				r.t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+			}
+			for _, m := range regexp.MustCompile(`(?m)^\s+(?:-(\w), )?--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(string(out), -1) {
+				kubectlSet[m[2]] = true
+				if m[1] != "" {
+					kubectlSet[m[1]] = true
+				}
+			}
+		}
+	})
+	return kubectlSet
+}
+
+// ----------------------------------------------------------------- paths ---
+
+var pathExtRE = regexp.MustCompile(`\.(go|md|ya?ml|sh|mk|json|png|txt|log|mod|sum|c)$`)
+
+// isPath: a span without spaces that ends in a file's extension, or has a
+// slash and starts like a path of the repository.
+func isPath(s string) bool {
+	if strings.ContainsAny(s, " <>*{}") || strings.Contains(s, "://") {
+		return false
+	}
+	if pathExtRE.MatchString(s) {
+		return true
+	}
+	first, _, slash := strings.Cut(s, "/")
+	if !slash {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(root, first))
+	return err == nil || first == "workspace" || first == ".state" || first == "bin"
+}
+
+// checkPath finds a path from the repository, the doc's folder or its
+// stage's folder. workspace/<stage>/... is the learner's copy of a stage.
+// .state/ and bin/ are made by the tools: the first folder under .state/ and
+// the binary under bin/ must be named by a script or the Makefile.
+func (r *resolver) checkPath(d doc, p string) string {
+	p = strings.TrimPrefix(p, "./")
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") {
+		return "" // a path on the machine, not in the repository
+	}
+	if strings.Contains(p, ".") && !strings.Contains(strings.Split(p, "/")[0], "-") && strings.Contains(strings.Split(p, "/")[0], ".") && !pathExtRE.MatchString(strings.Split(p, "/")[0]) && strings.Contains(p, "/") {
+		return r.checkModule(p)
+	}
+	switch first, rest, _ := strings.Cut(p, "/"); first {
+	case "workspace":
+		p = rest
+		if p == "" {
+			return ""
+		}
+	case ".state", "bin":
+		name := strings.SplitN(rest, "/", 2)[0]
+		if name == "" || r.madeByTheTools(first+"/"+name) {
+			return ""
+		}
+		return "no script or Makefile rule makes it"
+	}
+	for _, base := range []string{".", filepath.Dir(d.path), d.stage} {
+		if base == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, base, p)); err == nil {
+			return ""
+		}
+	}
+	return "no such file, from the repository, " + filepath.Dir(d.path) + "/ or the stage's folder"
+}
+
+// checkModule: a Go module or package path is in a go.sum of the repository.
+func (r *resolver) checkModule(p string) string {
+	for _, sum := range []string{"go.sum", "tools/kube/go.sum", "tools/etcd/go.sum"} {
+		b, err := os.ReadFile(filepath.Join(root, sum))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for q := p; q != "."; q = filepath.Dir(q) {
+			if strings.Contains(string(b), "\n"+q+" ") || strings.HasPrefix(string(b), q+" ") {
+				return ""
+			}
+		}
+	}
+	return "no go.sum of the repository names this module"
+}
+
+// madeByTheTools: the Makefile or a script under cluster/, labs/ or tools/
+// writes this name.
+func (r *resolver) madeByTheTools(p string) bool {
+	name := p[strings.Index(p, "/")+1:]
+	for _, glob := range []string{"Makefile", "*/*.sh", "*/*/*.sh", "labs/*/*.go", "trace/*.go", "bench/*.go", "harness/*.go"} {
+		files, _ := filepath.Glob(filepath.Join(root, glob))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			if strings.Contains(string(b), name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// -------------------------------------------------------------- Go names ---
+
+// goNameRE: an identifier, a selector chain (`cache.WaitForCacheSync`,
+// `r.Status().Patch`), maybe a pointer or a call with its arguments.
+var goNameRE = regexp.MustCompile(`^[*&]?[A-Za-z_][A-Za-z0-9_]*(\(\))?(\.[A-Za-z_][A-Za-z0-9_]*(\([^()]*\))?)*(\([^()]*\))?$`)
+
+// fieldRoots start a field path of an object, not Go.
+var fieldRoots = map[string]bool{"spec": true, "status": true, "metadata": true, "data": true, "items": true, "self": true, "oldSelf": true}
+
+var callArgsRE = regexp.MustCompile(`\([^()]*\)`)
+
+func (r *resolver) checkGoName(d doc, text string) string {
+	text = strings.TrimLeft(text, "*&")
+	parts := strings.Split(callArgsRE.ReplaceAllString(text, ""), ".")
+	if fieldRoots[parts[0]] {
+		return ""
+	}
+	stage := r.repo
+	if d.stage != "" {
+		stage = r.stages[d.stage]
+	}
+	if len(parts) == 1 {
+		name := parts[0]
+		if !looksLikeGo(name, text) {
+			return ""
+		}
+		if len(stage.decls[name]) > 0 || len(r.repo.decls[name]) > 0 || r.repo.lits[name] || r.inLibraries(name) {
+			return ""
+		}
+		return "declared nowhere in " + orRepo(d.stage) + ", the repository or the packages it imports"
+	}
+	// A qualified name: the qualifier is an import, a type, or a variable.
+	if paths := r.repo.imports[parts[0]]; len(paths) > 0 {
+		libs := libraries(r.t, r.repo)
+		for p := range paths {
+			if x := libs[p]; x != nil && len(x.decls[parts[1]]) > 0 {
+				return r.checkMembers(parts[2:])
+			}
+		}
+		return fmt.Sprintf("package %s (%s) declares no %s", parts[0], strings.Join(keys(paths), ", "), parts[1])
+	}
+	if !looksLikeGo(parts[0], text) && len(r.repo.decls[parts[0]]) == 0 {
+		return "" // not Go: a host name, a file name, a version
+	}
+	return r.checkMembers(parts[1:])
+}
+
+// checkMembers: each selected name is a method or field declared in the
+// repository or in a package it imports.
+func (r *resolver) checkMembers(names []string) string {
+	for _, n := range names {
+		if len(r.repo.decls[n]) == 0 && !r.inLibraries(n) {
+			return fmt.Sprintf("no method or field %s in the repository or the packages it imports", n)
+		}
+	}
+	return ""
+}
+
+func (r *resolver) inLibraries(name string) bool {
+	for _, x := range libraries(r.t, r.repo) {
+		if len(x.decls[name]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// looksLikeGo: a single word is taken for a Go name when it is written as a
+// call, or in camelCase or PascalCase with a capital inside (handleObject,
+// SetupWithManager), or is a test (TestX); other words are prose.
+func looksLikeGo(name, text string) bool {
+	if strings.HasSuffix(text, ")") {
+		return true
+	}
+	for i, c := range name {
+		if i > 0 && c >= 'A' && c <= 'Z' && strings.ToUpper(name) != name {
+			return true
+		}
+	}
+	return false
+}
+
+func orRepo(stage string) string {
+	if stage == "" {
+		return "the repository"
+	}
+	return stage
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
