@@ -58,8 +58,9 @@ func newController(name string, syncHandler func(context.Context, string) error,
 
 // newRateLimiter decides how long a failed key waits before its next try:
 // the longer of two waits. The numbers are client-go's defaults
-// (workqueue.DefaultTypedControllerRateLimiter), written out to be read;
-// controller-runtime uses the same in stage 05.
+// (workqueue.DefaultTypedControllerRateLimiter), written out to be read.
+// Stage 05's controller-runtime keeps only the per-key wait: its priority
+// queue has no overall bucket.
 //
 //   - Per key, exponential: 5 ms after the first failure, doubling with each
 //     further one: 10 ms, 20 ms, ..., 1.28 s after the 9th, 82 s after the

@@ -19,8 +19,9 @@ import (
 )
 
 // retryAttempts is how many refused creates the retry check waits for before
-// it lifts the quota. With client-go's default limiter (5 ms, doubling) ten
-// attempts take about 2.5 s, long enough for the growing gaps to show.
+// it lifts the quota. With the per-key backoff of stages 04 to 06 (5 ms,
+// doubling) ten attempts take about 2.5 s, long enough for the growing gaps
+// to show.
 const retryAttempts = 10
 
 // Retry checks that a write the API server refused is retried, with backoff,
