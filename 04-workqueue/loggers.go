@@ -46,10 +46,13 @@ func (o *operator) syncLogger(ctx context.Context, key string) error {
 	case apierrors.IsNotFound(err):
 		d, err = deployments.Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			// The cache lags behind the API server: we made this Deployment
-			// a moment ago and its event has not arrived yet. That event
-			// queues this Logger again, with the Deployment in the cache.
-			log.Printf("Deployment %s/%s exists but is not in the cache yet; its event will follow", namespace, want.Name)
+			// Not in the cache, yet there: one of two cases. It is ours,
+			// made a moment ago, and its event has not arrived yet; that
+			// event queues this Logger again. Or it is someone else's,
+			// without the managed-by label: the cache never holds it, no
+			// event follows, and we leave it alone, with the Logger's status
+			// as it was.
+			log.Printf("Deployment %s/%s exists but is not in the cache: ours, whose event will follow, or someone else's, which we leave alone", namespace, want.Name)
 			return nil
 		} else if err != nil {
 			// Returned, so the queue tries again with backoff (a quota, an

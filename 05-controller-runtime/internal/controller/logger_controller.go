@@ -84,10 +84,13 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.Create(ctx, want); apierrors.IsAlreadyExists(err) {
-			// The cache lags behind the API server: we made this Deployment
-			// a moment ago and its event has not arrived yet. That event
-			// queues this Logger again, with the Deployment in the cache.
-			log.Info("Deployment exists but is not in the cache yet; its event will follow", "deployment", want.Name)
+			// Not in the cache, yet there: one of two cases. It is ours,
+			// made a moment ago, and its event has not arrived yet; that
+			// event queues this Logger again. Or it is someone else's,
+			// without the managed-by label: the cache never holds it, no
+			// event follows, and we leave it alone, with the Logger's status
+			// as it was.
+			log.Info("Deployment exists but is not in the cache: ours, whose event will follow, or someone else's, which we leave alone", "deployment", want.Name)
 			return ctrl.Result{}, nil
 		} else if err != nil {
 			// Returned, so the queue tries again with backoff (a quota, an
