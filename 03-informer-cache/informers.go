@@ -50,10 +50,11 @@ func (o *operator) run(ctx context.Context) {
 	deployments := core.Apps().V1().Deployments()
 	o.tickets, o.loggers, o.deployments = tickets.Lister(), loggers.Lister(), deployments.Lister()
 
-	// The handlers are added before the informers start: an informer runs
-	// the periodic resync for the handlers it has when it starts, on its own
-	// clock. Each handler names the caches it reads, and holds its first
-	// event until they are full.
+	// The handlers are added before the informers start, so that each sees
+	// every object's ADD as the informer's first pass brings it in. (One
+	// added later is sent ADDs replayed from the cache, and gets the resyncs
+	// all the same.) Each handler names the caches it reads, and holds its
+	// first event until they are full.
 	for _, h := range []struct {
 		informer cache.SharedIndexInformer
 		resource string

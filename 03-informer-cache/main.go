@@ -2,11 +2,11 @@
 // 02 on shared informers, with generated typed clients.
 //
 // Informers keep a local copy (a cache) of FlightTickets, Loggers and the
-// Loggers' Deployments, kept current by one LIST and one WATCH per kind, and
-// call event handlers when something changes. Handlers read from that cache
-// through listers, so handling an event costs no GET. Deployment events run
-// the Logger's whole sync, which repairs drift. The README lists what is
-// still wrong; stage 04 fixes it.
+// Loggers' Deployments, kept current by one WATCH per kind (it streams the
+// current objects first), and call event handlers when something changes.
+// Handlers read from that cache through listers, so handling an event costs
+// no GET. Deployment events run the Logger's whole sync, which repairs
+// drift. The README lists what is still wrong; stage 04 fixes it.
 package main
 
 import (

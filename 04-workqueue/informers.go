@@ -61,10 +61,11 @@ func (o *operator) run(ctx context.Context) {
 	o.ticketController = newController("flighttickets", o.syncTicket, tickets.Informer().HasSynced)
 	o.loggerController = newController("loggers", o.syncLogger, loggers.Informer().HasSynced, deployments.Informer().HasSynced)
 
-	// The handlers are added before the informers start: an informer runs
-	// the periodic resync for the handlers it has when it starts, on its own
-	// clock. They only queue keys, so they need not wait for the caches to
-	// fill; the workers do (controller.Run).
+	// The handlers are added before the informers start, so that each sees
+	// every object's ADD as the informer's first pass brings it in. (One
+	// added later is sent ADDs replayed from the cache, and gets the resyncs
+	// all the same.) They only queue keys, so they need not wait for the
+	// caches to fill; the workers do (controller.Run).
 	for _, h := range []struct {
 		informer cache.SharedIndexInformer
 		resource string

@@ -146,7 +146,7 @@ func deleteAll(ctx context.Context, dyn dynamic.Interface, ns string, n, m int) 
 
 // observer keeps a watch-fed cache of the namespace's tickets, Loggers and
 // Deployments, so that checking convergence costs the API server nothing
-// beyond one LIST and one WATCH per kind.
+// beyond one WATCH per kind (it streams the current objects first).
 type observer struct {
 	tickets, loggers, deployments cache.Store
 	stop                          context.CancelFunc
