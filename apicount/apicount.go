@@ -112,9 +112,11 @@ func (c *Counter) Snapshot() map[Key]int {
 	return out
 }
 
-// Classify turns an HTTP request into a Key, the way the API server's own
-// metrics name verbs: a GET of a collection is a LIST, a GET with watch=true
-// (or on a /watch/ path) is a WATCH.
+// Classify turns an HTTP request into a Key, with the verbs RBAC and the
+// audit log use, in upper case: a GET of a collection is a LIST, a GET with
+// watch=true (or on a /watch/ path) is a WATCH, a POST a CREATE, a PUT an
+// UPDATE. (apiserver_request_total keeps POST and PUT, and calls an apply
+// patch APPLY.)
 func Classify(method, path, watch string) Key {
 	parts, watchPath, ok := apiPath(path)
 	if !ok {

@@ -69,8 +69,9 @@ func (w wantDeployment) problems(d *appsv1.Deployment) []string {
 }
 
 // restrictedProblems checks the effective security settings of the container
-// (its own, else the pod's) against the Pod Security "restricted" profile as
-// docs/behaviour.md spells it out.
+// (its own, else the pod's) against docs/behaviour.md: the Pod Security
+// "restricted" profile, plus this course's hardening (user 65534, a
+// read-only root filesystem), which "restricted" does not ask for.
 func restrictedProblems(pod *corev1.PodSecurityContext, c *corev1.SecurityContext) []string {
 	if pod == nil {
 		pod = &corev1.PodSecurityContext{}
