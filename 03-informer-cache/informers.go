@@ -83,8 +83,8 @@ func (o *operator) run(ctx context.Context) {
 
 // handler adapts a handle function to the informer's three callbacks. It
 // logs every event like stage 02's loop did, and runs the work right here,
-// in the informer's own goroutine: the next event of this kind waits until
-// it is done (see README: work inside event handlers).
+// on the goroutine the informer runs for this handler: the next event of
+// this kind waits until it is done (see README: work inside event handlers).
 func handler(ctx context.Context, resource string, handle func(context.Context, watch.EventType, metav1.Object) error, reads ...cache.InformerSynced) cache.ResourceEventHandlerFuncs {
 	// A Logger's handler reads the Deployment cache. Before that cache is
 	// full, "not in the cache" does not mean "does not exist", and the

@@ -50,7 +50,8 @@ func desiredDeployment(namespace, logger string, spec examplev1.LoggerSpec, imag
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: pods},
 				Spec: corev1.PodSpec{
-					// The Pod Security "restricted" profile.
+					// The Pod Security "restricted" profile, plus this course's own
+					// hardening: user 65534 and (below) a read-only root filesystem.
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
 						RunAsUser:      ptr.To[int64](runAsUser),
