@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +23,7 @@ type goIndex struct {
 	lits    map[string]bool                // every string literal's value
 	imports map[string]map[string]bool     // import name (alias or the path's last element) -> import paths
 	notes   map[string][]*ast.CommentGroup // a file's comments
+	library bool                           // a dependency: only its exported names and JSON names count
 	fset    *token.FileSet
 }
 
@@ -32,6 +33,9 @@ func newIndex() *goIndex {
 }
 
 func (x *goIndex) declare(name, file string) {
+	if x.library && !ast.IsExported(name) {
+		return
+	}
 	for _, f := range x.decls[name] {
 		if f == file {
 			return
@@ -82,6 +86,14 @@ func (x *goIndex) addFile(t *testing.T, path, file string) {
 			for _, id := range n.Names {
 				x.declare(id.Name, file)
 			}
+			if n.Tag != nil { // a field's JSON name is how docs and YAML spell it
+				tag, _ := strconv.Unquote(n.Tag.Value)
+				if j, ok := reflect.StructTag(tag).Lookup("json"); ok {
+					if name, _, _ := strings.Cut(j, ","); name != "" && name != "-" {
+						x.decls[name] = append(x.decls[name], file)
+					}
+				}
+			}
 			if len(n.Names) == 0 { // an embedded type is a field of its own name
 				x.declare(recvName(n.Type), file)
 			}
@@ -127,6 +139,10 @@ func indexTree(t *testing.T, dir string) *goIndex {
 		rel = filepath.ToSlash(rel)
 		if e.IsDir() {
 			if rel != dir {
+				switch rel {
+				case "docs": // these tests: their literals are the broken names they feed the checks
+					return filepath.SkipDir
+				}
 				switch e.Name() {
 				case ".git", ".state", "bin", "workspace":
 					return filepath.SkipDir
@@ -150,25 +166,18 @@ func indexTree(t *testing.T, dir string) *goIndex {
 
 var (
 	libOnce  sync.Once
-	libIndex map[string]*goIndex // import path -> the package's exported names
+	libIndex map[string]*goIndex // import path -> what the package declares
 	libErr   error
 )
 
-// libraries indexes the packages the repository imports (the standard
-// library's and the modules' in go.mod), as the Go toolchain resolves them.
-func libraries(t *testing.T, repo *goIndex) map[string]*goIndex {
+// libraries indexes the packages the repository's code depends on, as the
+// Go toolchain resolves them: the repository's own, the standard library's,
+// and those of the Kubernetes modules (k8s.io/..., sigs.k8s.io/...), test
+// dependencies included.
+func libraries(t *testing.T) map[string]*goIndex {
 	t.Helper()
 	libOnce.Do(func() {
-		var paths []string
-		for _, ps := range repo.imports {
-			for p := range ps {
-				if !strings.HasPrefix(p, "github.com/operator-flow/") {
-					paths = append(paths, p)
-				}
-			}
-		}
-		sort.Strings(paths)
-		cmd := exec.Command("go", append([]string{"list", "-e", "-f", "{{.ImportPath}}\t{{.Dir}}"}, paths...)...)
+		cmd := exec.Command("go", "list", "-e", "-deps", "-test", "-f", "{{if not .ForTest}}{{.ImportPath}}\t{{.Dir}}{{end}}", "./...")
 		cmd.Dir = root
 		out, err := cmd.Output()
 		if err != nil {
@@ -178,10 +187,16 @@ func libraries(t *testing.T, repo *goIndex) map[string]*goIndex {
 		libIndex = map[string]*goIndex{}
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			path, dir, _ := strings.Cut(line, "\t")
-			if dir == "" {
+			first := strings.Split(path, "/")[0]
+			if dir == "" || libIndex[path] != nil || strings.Contains(dir, "/workspace/") ||
+				strings.Contains(first, ".") && first != "k8s.io" && first != "sigs.k8s.io" && first != "github.com" {
+				continue
+			}
+			if first == "github.com" && !strings.HasPrefix(path, "github.com/operator-flow/") {
 				continue
 			}
 			x := newIndex()
+			x.library = !strings.HasPrefix(path, "github.com/operator-flow/")
 			files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 			for _, f := range files {
 				if !strings.HasSuffix(f, "_test.go") {
@@ -192,9 +207,30 @@ func libraries(t *testing.T, repo *goIndex) map[string]*goIndex {
 		}
 	})
 	if libErr != nil {
-		t.Fatalf("go list of the imported packages: %v", libErr)
+		t.Fatalf("go list of the packages the repository depends on: %v", libErr)
 	}
 	return libIndex
+}
+
+// packagesNamed are the indexed packages a qualifier may stand for: those
+// the stage (or the repository) imports under that name, and any package
+// whose path ends in it.
+func packagesNamed(t *testing.T, name string, imports ...*goIndex) []*goIndex {
+	libs := libraries(t)
+	var out []*goIndex
+	for _, x := range imports {
+		for p := range x.imports[name] {
+			if libs[p] != nil {
+				out = append(out, libs[p])
+			}
+		}
+	}
+	for p, x := range libs {
+		if strings.HasSuffix(p, "/"+name) || p == name {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // fileComments are the comments of the file that declares f.

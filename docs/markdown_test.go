@@ -33,7 +33,7 @@ type block struct {
 	line   int      // 1-based line of the opening fence
 	lang   string   // the word after the fence: sh, console, text, go, ...
 	body   []string // the lines between the fences
-	marker string   // "quote", "tree" or "example"; "" when there is none
+	marker string   // "quote", "tree", "example" or "output"; "" when there is none
 	arg    string   // the marker's argument: a path, or the example's reason
 }
 
@@ -48,7 +48,9 @@ type span struct {
 //	<!-- quote: PATH -->       the block's lines are in PATH, in this order
 //	<!-- tree: DIR -->         the block is a file tree of DIR
 //	<!-- example: REASON -->   the block is written for the doc and quotes no file
-var markerRE = regexp.MustCompile(`^<!-- (quote|tree|example): (.+?) -->$`)
+//	<!-- output: REASON -->    the block is what a command printed once; the
+//	                           reason says which command, and what checks it
+var markerRE = regexp.MustCompile(`^<!-- (quote|tree|example|output): (.+?) -->$`)
 
 var spanRE = regexp.MustCompile("`([^`]+)`")
 

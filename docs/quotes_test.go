@@ -27,7 +27,7 @@ func TestEveryBlockSaysWhereItComesFrom(t *testing.T) {
 			case isLab(p) && (b.lang == "sh" || b.lang == "console" || b.lang == "text"):
 			case b.lang == "sh" && !hasOutput(b):
 			default:
-				t.Errorf("%s:%d: a ```%s block with no <!-- quote: FILE -->, <!-- tree: DIR --> or <!-- example: REASON --> before it", p, b.line, b.lang)
+				t.Errorf("%s:%d: a ```%s block says neither where it comes from nor why it quotes no file: put <!-- quote: FILE -->, <!-- tree: DIR -->, <!-- output: REASON --> or <!-- example: REASON --> before it", p, b.line, b.lang)
 			}
 		}
 	}
@@ -45,7 +45,8 @@ func hasOutput(b block) bool {
 }
 
 // TestQuotesMatchTheirFiles checks every <!-- quote: FILE --> block against
-// FILE: each line of the block is a line of the file, in the same order.
+// FILE (or FILE1 FILE2 ..., read as one): each line of the block is a line
+// of the file, in the same order.
 // Leading and trailing spaces do not count, nor do blank lines, and "..."
 // or "…" in a block's line stands for text the doc leaves out (a line of
 // its own: any number of lines). A diff block quotes two files, "FROM TO":
@@ -77,26 +78,67 @@ func TestQuotesMatchTheirFiles(t *testing.T) {
 				checkQuote(t, p, b.line, files[1], to)
 				continue
 			}
-			if len(files) != 1 {
-				t.Errorf("%s:%d: a quote names one file; the marker names %q", p, b.line, b.arg)
-				continue
-			}
-			checkQuote(t, p, b.line, files[0], b.body)
+			checkQuote(t, p, b.line, b.arg, b.body)
 		}
 	}
 }
 
-func checkQuote(t *testing.T, doc string, line int, file string, quote []string) {
+// checkQuote finds quote in the files (one after the other, as if they were
+// one). A console block's "$ " lines are commands, not found in a source
+// file: they are left out, unless the source is a lab, which has them too.
+// A comment marker (#, //) before a source line does not count, so that a
+// YAML file's header comment can be quoted as the output it documents.
+func checkQuote(t *testing.T, doc string, line int, files string, quote []string) {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(root, file))
-	if err != nil {
-		t.Errorf("%s:%d: the block quotes %s, which cannot be read: %v", doc, line, file, err)
-		return
+	var src []string
+	lab := false
+	for _, file := range strings.Fields(files) {
+		b, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Errorf("%s:%d: the block quotes %s, which cannot be read: %v", doc, line, file, err)
+			return
+		}
+		lab = lab || strings.HasSuffix(file, ".md")
+		for _, l := range strings.Split(string(b), "\n") {
+			src = append(src, commentRE.ReplaceAllString(strings.TrimSpace(l), ""))
+		}
 	}
-	if missing := unquoted(quote, strings.Split(string(src), "\n")); missing != "" {
-		t.Errorf("%s:%d: this line of the block is not in %s (after the lines before it):\n\t%s", doc, line, file, missing)
+	if lab {
+		// Output quoted from a lab: labs/e2e runs the lab and compares it.
+		// Times, pids, ages and resourceVersions differ from run to run, so
+		// numbers are not compared, nor a console's "$ " prompt.
+		quote, src = withoutNumbers(quote), withoutNumbers(src)
+	} else {
+		out := []string{}
+		for _, q := range quote {
+			if !strings.HasPrefix(strings.TrimSpace(q), "$ ") {
+				out = append(out, q)
+			}
+		}
+		quote = out
+	}
+	for i, q := range quote {
+		quote[i] = commentRE.ReplaceAllString(strings.TrimSpace(q), "")
+	}
+	if missing := unquoted(quote, src); missing != "" {
+		t.Errorf("%s:%d: this line of the block is not in %s (after the lines before it):\n\t%s", doc, line, files, missing)
 	}
 }
+
+// commentRE is a comment marker at the start of a source line.
+var commentRE = regexp.MustCompile(`^(#|//) ?`)
+
+// withoutNumbers writes every run of digits as 0 and drops a "$ " prompt.
+func withoutNumbers(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		l = strings.TrimPrefix(strings.TrimSpace(l), "$ ")
+		out[i] = digitsRE.ReplaceAllString(l, "0")
+	}
+	return out
+}
+
+var digitsRE = regexp.MustCompile(`[0-9]+`)
 
 // unquoted returns the first line of quote that is not found in src after
 // the lines matched before it, or "" when all are.
@@ -139,9 +181,9 @@ var (
 )
 
 // TestTreesMatchTheFolders checks every <!-- tree: DIR --> block: each entry
-// exists under DIR (a glob such as *_test.go matches something), and a Go
-// function or type that a .go file's line names is declared in that file,
-// when the stage declares it at all.
+// exists under DIR (a glob such as *_test.go matches something), and a
+// function or method that a .go file's line names is declared in that file,
+// when the stage's own code declares it at all.
 func TestTreesMatchTheFolders(t *testing.T) {
 	for _, p := range allDocs(t) {
 		for _, b := range readDoc(t, p).blocks {
@@ -190,9 +232,13 @@ func checkTree(t *testing.T, dir string, body []string) []string {
 			continue
 		}
 		file := filepath.ToSlash(rel)
-		for _, id := range identRE.FindAllString(m[3], -1) {
-			files := x.decls[id]
-			if len(files) == 0 || !isFuncOrType(x, id) {
+		for _, loc := range identRE.FindAllStringIndex(m[3], -1) {
+			id := m[3][loc[0]:loc[1]]
+			if strings.ToLower(id) == id && !strings.HasPrefix(m[3][loc[1]:], "(") {
+				continue // a lower-case word is a name only when written as a call: enqueue()
+			}
+			files := funcFiles(x, id)
+			if len(files) == 0 {
 				continue
 			}
 			if !contains(files, file) {
@@ -203,27 +249,19 @@ func checkTree(t *testing.T, dir string, body []string) []string {
 	return problems
 }
 
-// isFuncOrType says whether a name is a function, method or type of the
-// index, not a field or variable that shares a common word's spelling.
-func isFuncOrType(x *goIndex, name string) bool {
-	if _, ok := x.funcs[name]; ok {
-		return true
-	}
-	for k := range x.funcs {
-		if strings.HasSuffix(k, "."+name) {
-			return true
+// funcFiles are the files of a stage's own code (not tests, not generated)
+// that declare a function or method of this name.
+func funcFiles(x *goIndex, name string) []string {
+	var out []string
+	for key, f := range x.funcs {
+		file := x.files[f]
+		if key != name && !strings.HasSuffix(key, "."+name) || strings.HasSuffix(file, "_test.go") ||
+			strings.Contains(file, "zz_generated") || strings.Contains(file, "/generated/") || contains(out, file) {
+			continue
 		}
+		out = append(out, file)
 	}
-	return name != "" && name[0] >= 'A' && name[0] <= 'Z' && len(x.decls[name]) > 0 && !isCommonWord(name)
-}
-
-// isCommonWord: capitalised words a tree's prose uses as English.
-func isCommonWord(s string) bool {
-	switch s {
-	case "The", "A", "An", "NEW", "Go", "CRD", "CRDs", "RBAC":
-		return true
-	}
-	return false
+	return out
 }
 
 func contains(list []string, s string) bool {
