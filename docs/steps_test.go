@@ -28,19 +28,33 @@ func TestStepsPointToNumberedComments(t *testing.T) {
 	r := newResolver(t)
 	for _, p := range allDocs(t) {
 		d := readDoc(t, p)
-		for i, line := range d.prose {
-			refs := stepRefs(line)
-			if len(refs) == 0 && anyStepRE.MatchString(line) {
-				t.Errorf("%s: %q says step N without the function it is in: write \"`Func` step N\" or \"step N of `Func`\"", p, strings.TrimSpace(line))
-			}
-			_ = i
-			for _, ref := range refs {
-				if problem := r.checkStep(d, ref.fn, ref.steps); problem != "" {
-					t.Errorf("%s: %q: %s", p, strings.TrimSpace(line), problem)
+		// A reference may break across lines: read the prose as one text.
+		text := strings.Join(strings.Fields(strings.Join(d.prose, " ")), " ")
+		covered := map[int]bool{}
+		for _, re := range []*regexp.Regexp{stepBeforeRE, stepAfterRE} {
+			for _, loc := range re.FindAllStringIndex(text, -1) {
+				for i := loc[0]; i < loc[1]; i++ {
+					covered[i] = true
 				}
 			}
 		}
+		for _, loc := range anyStepRE.FindAllStringIndex(text, -1) {
+			if !covered[loc[0]] {
+				t.Errorf("%s: %q says step N without the function it is in: write \"`Func` step N\" or \"step N of `Func`\"", p, around(text, loc[0]))
+			}
+		}
+		for _, ref := range stepRefs(text) {
+			if problem := r.checkStep(d, ref.fn, ref.steps); problem != "" {
+				t.Errorf("%s: step %v of `%s`: %s", p, ref.steps, ref.fn, problem)
+			}
+		}
 	}
+}
+
+// around is the text near i, to say where a problem is.
+func around(text string, i int) string {
+	from, to := max(0, i-40), min(len(text), i+40)
+	return text[from:to]
 }
 
 type stepRef struct {
