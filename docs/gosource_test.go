@@ -24,16 +24,18 @@ type goIndex struct {
 	imports map[string]map[string]bool     // import name (alias or the path's last element) -> import paths
 	notes   map[string][]*ast.CommentGroup // a file's comments
 	library bool                           // a dependency: only its exported names and JSON names count
+	private map[string]bool                // a dependency's unexported names, for pkg.name
 	fset    *token.FileSet
 }
 
 func newIndex() *goIndex {
 	return &goIndex{decls: map[string][]string{}, funcs: map[string]*ast.FuncDecl{}, files: map[*ast.FuncDecl]string{},
-		lits: map[string]bool{}, imports: map[string]map[string]bool{}, notes: map[string][]*ast.CommentGroup{}, fset: token.NewFileSet()}
+		lits: map[string]bool{}, imports: map[string]map[string]bool{}, notes: map[string][]*ast.CommentGroup{}, private: map[string]bool{}, fset: token.NewFileSet()}
 }
 
 func (x *goIndex) declare(name, file string) {
 	if x.library && !ast.IsExported(name) {
+		x.private[name] = true
 		return
 	}
 	for _, f := range x.decls[name] {
