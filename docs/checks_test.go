@@ -67,4 +67,14 @@ func TestChecksCatchBrokenQuotes(t *testing.T) {
 			t.Errorf("step references read as %+v", refs)
 		}
 	})
+	t.Run("links", func(t *testing.T) {
+		if p := checkLink("docs/concepts.md", "../labs/04-workqueue.md#do-it"); p != "" {
+			t.Errorf("a true link is refused: %s", p)
+		}
+		for _, bad := range []string{"../labs/04-workqueue.md#no-such-heading", "../labs/nosuch.md", "nosuch/"} {
+			if checkLink("docs/concepts.md", bad) == "" {
+				t.Errorf("link %s passes", bad)
+			}
+		}
+	})
 }
