@@ -132,7 +132,7 @@ func (r *resolver) checkMake(cmd string) string {
 			if len(f) == 0 || !strings.HasPrefix(l, "  ") {
 				continue
 			}
-			re := "^" + strings.ReplaceAll(regexp.QuoteMeta(f[0]), "N", `(\d+|N)`) + "$"
+			re := "^" + strings.ReplaceAll(regexp.QuoteMeta(f[0]), "N", `(0?[1-6]|N)`) + "$"
 			targets = append(targets, regexp.MustCompile(re))
 		}
 	})
