@@ -21,40 +21,51 @@ import (
 
 // Logger asks for pods that print an activity line at a fixed interval.
 type Logger struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the name, namespace, labels and the rest that every
+	// object has.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   LoggerSpec   `json:"spec"`
+	// spec is what the user asks for.
+	// +required
+	Spec LoggerSpec `json:"spec,omitzero"`
+	// status is what the operator observed.
+	// +optional
 	Status LoggerStatus `json:"status,omitempty"`
 }
 
 // LoggerSpec is what the user asks for.
 type LoggerSpec struct {
-	// Name is printed in every activity line.
+	// name is printed in every activity line.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	Name string `json:"name"`
-	// TimeInterval is the number of seconds between two lines, 1 to 3600.
+	Name string `json:"name,omitempty"`
+	// timeInterval is the number of seconds between two lines, 1 to 3600.
+	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	// +kubebuilder:validation:Format=""
-	TimeInterval int32 `json:"timeInterval"`
+	TimeInterval int32 `json:"timeInterval,omitempty"`
 	// A pointer, because 0 is a valid value that must survive the trip to
 	// the API server: with a plain int32 and omitempty, 0 would be left out
 	// and the CRD's default, 1, would take its place.
 
-	// Replicas is the number of pods, 0 to 10.
+	// replicas is the number of pods, 0 to 10; 1 when left out.
+	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	// +kubebuilder:validation:Format=""
-	// +kubebuilder:default=1
+	// +default=1
 	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // LoggerStatus is what the operator observed.
 type LoggerStatus struct {
-	// State is Available when at least one pod is available, else
+	// state is Available when at least one pod is available, else
 	// Unavailable.
+	// +optional
 	// +kubebuilder:validation:Enum=Available;Unavailable
 	State string `json:"state,omitempty"`
 }

@@ -19,10 +19,17 @@ import (
 
 // FlightTicket asks the operator to book seats on a flight.
 type FlightTicket struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the name, namespace, labels and the rest that every
+	// object has.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   FlightTicketSpec   `json:"spec"`
+	// spec is what the user asks for.
+	// +required
+	Spec FlightTicketSpec `json:"spec,omitzero"`
+	// status is what the operator did.
+	// +optional
 	Status FlightTicketStatus `json:"status,omitempty"`
 }
 
@@ -33,27 +40,32 @@ type FlightTicket struct {
 
 // FlightTicketSpec is what the user asks for.
 type FlightTicketSpec struct {
-	// From is where the flight departs.
+	// from is where the flight departs.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	From string `json:"from"`
-	// To is where the flight arrives; it differs from From.
+	From string `json:"from,omitempty"`
+	// to is where the flight arrives; it differs from from.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	To string `json:"to"`
-	// Number is how many seats to book, 1 to 10.
+	To string `json:"to,omitempty"`
+	// number is how many seats to book, 1 to 10.
+	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
 	// +kubebuilder:validation:Format=""
-	Number int32 `json:"number"`
+	Number int32 `json:"number,omitempty"`
 }
 
 // FlightTicketStatus is what the operator did.
 type FlightTicketStatus struct {
-	// Phase is Booked once the operator has booked the ticket.
+	// phase is Booked once the operator has booked the ticket.
+	// +optional
 	// +kubebuilder:validation:Enum=Booked
 	Phase string `json:"phase,omitempty"`
-	// Message is a human-readable line about the booking.
+	// message is a human-readable line about the booking.
+	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Message string `json:"message,omitempty"`
 }
