@@ -1,7 +1,7 @@
 // Package config_test checks that the CRDs controller-gen writes from 06's Go
 // types say exactly what 01's hand-written CRDs say, plus stage 06's
 // additions and nothing else: the status subresource, status.conditions,
-// status.observedGeneration and the Ready column.
+// status.observedGeneration (at least 1) and the Ready column.
 package config_test
 
 import (
@@ -87,8 +87,12 @@ func withoutStage06Additions(t *testing.T, crd *apiextensionsv1.CustomResourceDe
 	}
 
 	status := v.Schema.OpenAPIV3Schema.Properties["status"]
-	if _, ok := status.Properties["observedGeneration"]; !ok {
+	if og, ok := status.Properties["observedGeneration"]; !ok {
 		t.Errorf("%s: status has no observedGeneration", crd.Name)
+	} else if og.Minimum == nil || *og.Minimum != 1 {
+		// Generations start at 1; 0 would be "not observed", which is
+		// the field left out.
+		t.Errorf("%s: status.observedGeneration has minimum %v, want 1", crd.Name, og.Minimum)
 	}
 	conds, ok := status.Properties["conditions"]
 	if !ok || conds.XListType == nil || *conds.XListType != "map" || !reflect.DeepEqual(conds.XListMapKeys, []string{"type"}) {

@@ -10,8 +10,8 @@ import (
 // characters on metadata.name has no marker: `make manifests-06` patches it
 // in (config/crd-patches/). subresource:status moves status to its own
 // endpoint, loggers/status: a write to the Logger ignores status, a write to
-// loggers/status ignores everything else, and metadata.generation moves only
-// when the spec changes.
+// loggers/status ignores everything else, and metadata.generation moves when
+// the spec changes or deletion begins.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -25,51 +25,65 @@ import (
 
 // Logger asks for pods that print an activity line at a fixed interval.
 type Logger struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the name, namespace, labels and the rest that every
+	// object has.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   LoggerSpec   `json:"spec"`
+	// spec is what the user asks for.
+	// +required
+	Spec LoggerSpec `json:"spec,omitzero"`
+	// status is what the operator observed.
+	// +optional
 	Status LoggerStatus `json:"status,omitempty"`
 }
 
 // LoggerSpec is what the user asks for.
 type LoggerSpec struct {
-	// Name is printed in every activity line.
+	// name is printed in every activity line.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	Name string `json:"name"`
-	// TimeInterval is the number of seconds between two lines, 1 to 3600.
+	Name string `json:"name,omitempty"`
+	// timeInterval is the number of seconds between two lines, 1 to 3600.
+	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	// +kubebuilder:validation:Format=""
-	TimeInterval int32 `json:"timeInterval"`
+	TimeInterval int32 `json:"timeInterval,omitempty"`
 	// A pointer, because 0 is a valid value that must survive the trip to
 	// the API server: with a plain int32 and omitempty, 0 would be left out
 	// and the CRD's default, 1, would take its place.
 
-	// Replicas is the number of pods, 0 to 10.
+	// replicas is the number of pods, 0 to 10; 1 when left out.
+	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	// +kubebuilder:validation:Format=""
-	// +kubebuilder:default=1
+	// +default=1
 	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // LoggerStatus is what the operator observed.
 type LoggerStatus struct {
-	// ObservedGeneration is the metadata.generation this status was written
-	// for. When it is below metadata.generation, the operator has not yet
-	// acted on the latest spec.
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// State is Available when at least one pod is available, else
-	// Unavailable: the Available condition, for the printer column.
-	// +kubebuilder:validation:Enum=Available;Unavailable
-	State string `json:"state,omitempty"`
-	// Conditions are Available and Degraded, each with the
+	// conditions are Available and Degraded, each with the
 	// generation it was observed at.
+	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// observedGeneration is the metadata.generation this status was
+	// written for. When it is below metadata.generation, the operator has
+	// not yet acted on the latest spec.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// state is Available when at least one pod is available, else
+	// Unavailable: the Available condition, for the printer column.
+	// +optional
+	// +kubebuilder:validation:Enum=Available;Unavailable
+	State string `json:"state,omitempty"`
 }
 
 // Values of LoggerStatus.State.

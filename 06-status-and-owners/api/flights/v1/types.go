@@ -9,7 +9,8 @@ import (
 // out the `format: int32` that 01's CRD does not have. subresource:status
 // moves status to its own endpoint, flighttickets/status: a write to the
 // ticket ignores status, a write to flighttickets/status ignores everything
-// else, and metadata.generation moves only when the spec changes.
+// else, and metadata.generation moves when the spec changes or deletion
+// begins.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -23,10 +24,17 @@ import (
 
 // FlightTicket asks the operator to book seats on a flight.
 type FlightTicket struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the name, namespace, labels and the rest that every
+	// object has.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   FlightTicketSpec   `json:"spec"`
+	// spec is what the user asks for.
+	// +required
+	Spec FlightTicketSpec `json:"spec,omitzero"`
+	// status is what the operator did.
+	// +optional
 	Status FlightTicketStatus `json:"status,omitempty"`
 }
 
@@ -37,40 +45,48 @@ type FlightTicket struct {
 
 // FlightTicketSpec is what the user asks for.
 type FlightTicketSpec struct {
-	// From is where the flight departs.
+	// from is where the flight departs.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	From string `json:"from"`
-	// To is where the flight arrives; it differs from From.
+	From string `json:"from,omitempty"`
+	// to is where the flight arrives; it differs from from.
+	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	To string `json:"to"`
-	// Number is how many seats to book, 1 to 10.
+	To string `json:"to,omitempty"`
+	// number is how many seats to book, 1 to 10.
+	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
 	// +kubebuilder:validation:Format=""
-	Number int32 `json:"number"`
+	Number int32 `json:"number,omitempty"`
 }
 
 // FlightTicketStatus is what the operator did.
 type FlightTicketStatus struct {
-	// ObservedGeneration is the metadata.generation this status was written
-	// for. When it is below metadata.generation, the operator has not yet
-	// acted on the latest spec.
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Phase is Booked once the operator has booked the ticket: the Booked
-	// condition, for the printer column.
-	// +kubebuilder:validation:Enum=Booked
-	Phase string `json:"phase,omitempty"`
-	// Message is a human-readable line about the booking: the Booked
-	// condition's message.
-	// +kubebuilder:validation:MaxLength=256
-	Message string `json:"message,omitempty"`
-	// Conditions are Booked and Degraded, each with the generation it was
+	// conditions are Booked and Degraded, each with the generation it was
 	// observed at.
+	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// observedGeneration is the metadata.generation this status was
+	// written for. When it is below metadata.generation, the operator has
+	// not yet acted on the latest spec.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// phase is Booked once the operator has booked the ticket: the Booked
+	// condition, for the printer column.
+	// +optional
+	// +kubebuilder:validation:Enum=Booked
+	Phase string `json:"phase,omitempty"`
+	// message is a human-readable line about the booking: the Booked
+	// condition's message.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Message string `json:"message,omitempty"`
 }
 
 // PhaseBooked is Status.Phase of a booked ticket.
