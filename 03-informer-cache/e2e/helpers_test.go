@@ -9,8 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/operator-flow/operator-flow/harness"
@@ -19,10 +17,7 @@ import (
 // converge bounds every wait for the operator.
 const converge = 60 * time.Second
 
-var (
-	ticketsGVR = harness.TicketGVR
-	loggersGVR = harness.LoggerGVR
-)
+var loggersGVR = harness.LoggerGVR
 
 // world is one test's namespace, clients and operator binary
 // (harness.World), with this package's shorthands.
@@ -39,11 +34,6 @@ func (w *world) start(t *testing.T, args ...string) *harness.Operator {
 	return w.Start(t, args...)
 }
 
-func (w *world) createTicket(t *testing.T, name, from, to string, number int64) {
-	t.Helper()
-	w.Create(t, ticketsGVR, harness.NewTicket(name, from, to, number))
-}
-
 // createLogger creates a Logger that prints its own name every 10 seconds.
 func (w *world) createLogger(t *testing.T, name string, replicas int64) {
 	t.Helper()
@@ -55,24 +45,6 @@ func (w *world) deleteLogger(t *testing.T, name string) {
 	if err := w.C.Dynamic.Resource(loggersGVR).Namespace(w.NS).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting Logger %s: %v", name, err)
 	}
-}
-
-// status reads a string field of an object's status, "" if there is none.
-func (w *world) status(ctx context.Context, gvr schema.GroupVersionResource, name, field string) (string, error) {
-	u, err := w.C.Dynamic.Resource(gvr).Namespace(w.NS).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	s, _, _ := unstructured.NestedString(u.Object, "status", field)
-	return s, nil
-}
-
-func (w *world) waitStatus(t *testing.T, gvr schema.GroupVersionResource, name, field, want string) {
-	t.Helper()
-	harness.Eventually(t, converge, fmt.Sprintf("%s %s status.%s=%s", gvr.Resource, name, field, want), func(ctx context.Context) (bool, string, error) {
-		got, err := w.status(ctx, gvr, name, field)
-		return got == want, fmt.Sprintf("status.%s=%q", field, got), err
-	})
 }
 
 // deployment returns a Deployment, or nil when there is none.
