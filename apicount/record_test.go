@@ -58,9 +58,13 @@ func TestDecodeWatch(t *testing.T) {
 	rec := &recorder{f: f}
 
 	var js bytes.Buffer
-	json.NewEncoder(&js).Encode(map[string]any{"type": "ADDED", "object": map[string]any{
-		"kind": "Logger", "metadata": map[string]any{"name": "a", "namespace": "lab", "resourceVersion": "7"}, "spec": map[string]any{"replicas": 1}}})
-	io.ReadAll(tapWatch(io.NopCloser(&js), "application/json", "loggers", rec))
+	if err := json.NewEncoder(&js).Encode(map[string]any{"type": "ADDED", "object": map[string]any{
+		"kind": "Logger", "metadata": map[string]any{"name": "a", "namespace": "lab", "resourceVersion": "7"}, "spec": map[string]any{"replicas": 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(tapWatch(io.NopCloser(&js), "application/json", "loggers", rec)); err != nil {
+		t.Fatal(err)
+	}
 
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "logger-a", Namespace: "lab", ResourceVersion: "9"}}
 	ev := metav1.WatchEvent{Type: "MODIFIED", Object: runtime.RawExtension{Raw: protobufEnvelope(t, d)}}
@@ -69,10 +73,14 @@ func TestDecodeWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pb bytes.Buffer
-	binary.Write(&pb, binary.BigEndian, uint32(len(frame)))
+	if err := binary.Write(&pb, binary.BigEndian, uint32(len(frame))); err != nil {
+		t.Fatal(err)
+	}
 	pb.Write(frame)
 	// One byte a read: events split across reads are recorded once whole.
-	io.ReadAll(tapWatch(io.NopCloser(iotest.OneByteReader(&pb)), "application/vnd.kubernetes.protobuf;stream=watch", "deployments", rec))
+	if _, err := io.ReadAll(tapWatch(io.NopCloser(iotest.OneByteReader(&pb)), "application/vnd.kubernetes.protobuf;stream=watch", "deployments", rec)); err != nil {
+		t.Fatal(err)
+	}
 
 	b, _ := os.ReadFile(file)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

@@ -6,6 +6,8 @@
 package cluster
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,13 +34,13 @@ func withPath(dir string, env ...string) []string {
 	return append(env, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
-func run(t *testing.T, env []string, name string, args ...string) (string, error, time.Duration) {
+func run(t *testing.T, env []string, name string, args ...string) (string, time.Duration, error) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	return string(out), err, time.Since(start)
+	return string(out), time.Since(start), err
 }
 
 // What `docker info` says when the client is installed but no engine runs.
@@ -67,7 +69,7 @@ func TestKindFailsFastWithoutDocker(t *testing.T) {
 			} else {
 				env = append(env, "DOCKER=docker-is-not-installed")
 			}
-			out, err, took := run(t, withPath(fakeBin(t, scripts), env...), "./cluster.sh", "up")
+			out, took, err := run(t, withPath(fakeBin(t, scripts), env...), "./cluster.sh", "up")
 			if err == nil {
 				t.Fatalf("cluster.sh up with CLUSTER=kind and no Docker engine succeeded:\n%s", out)
 			}
@@ -95,7 +97,7 @@ func TestMakeKindChecksDockerBeforeBuilding(t *testing.T) {
 	// MAKEFLAGS and MAKELEVEL empty: under `make test` this test runs
 	// inside a make, and a sub-make would print "make[1]: Entering ...".
 	env := withPath(fakeBin(t, map[string]string{"docker": noEngine}), "CLUSTER=kind", "MAKEFLAGS=", "MAKELEVEL=")
-	plan, err, _ := run(t, env, "make", "-C", "..", "-n", "cluster")
+	plan, _, err := run(t, env, "make", "-C", "..", "-n", "cluster")
 	if err != nil {
 		t.Fatalf("make -n cluster: %v\n%s", err, plan)
 	}
@@ -114,7 +116,7 @@ func TestMakeKindChecksDockerBeforeBuilding(t *testing.T) {
 			t.Errorf("CLUSTER=kind make cluster would build %s, which only the kwok cluster runs; the plan:\n%s", kwokOnly, plan)
 		}
 	}
-	out, err, took := run(t, env, "make", "-C", "..", "cluster")
+	out, took, err := run(t, env, "make", "-C", "..", "cluster")
 	if err == nil || !strings.Contains(out, "needs a running Docker engine") || strings.Contains(out, "building") {
 		t.Errorf("CLUSTER=kind make cluster with no engine: err=%v, want a failure naming Docker before any build:\n%s", err, out)
 	}
@@ -131,13 +133,13 @@ func TestMakeRefusesOversizedKindRuns(t *testing.T) {
 		t.Skip("make is not installed")
 	}
 	for _, target := range []string{"chaos", "bench-loggers", "bench"} {
-		out, err, _ := run(t, []string{"CLUSTER=kind", "MAKEFLAGS="}, "make", "-C", "..", "-n", target)
+		out, _, err := run(t, []string{"CLUSTER=kind", "MAKEFLAGS="}, "make", "-C", "..", "-n", target)
 		if err == nil || !strings.Contains(out, "110 pods") || !strings.Contains(out, "CLUSTER=kwok") {
 			t.Errorf("CLUSTER=kind make %s: err=%v, want a refusal naming the 110-pod limit and CLUSTER=kwok:\n%s", target, err, out)
 		}
 	}
 	// A bench small enough for one node still runs.
-	if out, err, _ := run(t, []string{"CLUSTER=kind", "MAKEFLAGS="}, "make", "-C", "..", "-n", "bench", "M=50"); err != nil {
+	if out, _, err := run(t, []string{"CLUSTER=kind", "MAKEFLAGS="}, "make", "-C", "..", "-n", "bench", "M=50"); err != nil {
 		t.Errorf("CLUSTER=kind make bench M=50 refused: %v\n%s", err, out)
 	}
 }
@@ -181,7 +183,9 @@ func kindEnv(t *testing.T, bin, name string) ([]string, string, string) {
 	t.Cleanup(func() {
 		root, _ := filepath.Abs("..")
 		for _, f := range []string{"kubeconfig-", "cluster-type-"} {
-			os.Remove(filepath.Join(root, ".state", f+name))
+			if err := os.Remove(filepath.Join(root, ".state", f+name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.Error(err)
+			}
 		}
 	})
 	return env, calls, ready
@@ -203,7 +207,7 @@ func TestKindPathCommands(t *testing.T) {
 	name := "fake-kind-path"
 	env, calls, _ := kindEnv(t, kindStandIns(t), name)
 	for _, step := range []string{"up", "up", "down"} {
-		if out, err, _ := run(t, env, "./cluster.sh", step); err != nil {
+		if out, _, err := run(t, env, "./cluster.sh", step); err != nil {
 			t.Fatalf("cluster.sh %s: %v\n%s", step, err, out)
 		}
 	}
@@ -232,11 +236,13 @@ func TestKindPathCommands(t *testing.T) {
 func TestKindStoppedNodeIsStarted(t *testing.T) {
 	name := "fake-kind-stopped"
 	env, calls, ready := kindEnv(t, kindStandIns(t), name)
-	if out, err, _ := run(t, env, "./cluster.sh", "up"); err != nil {
+	if out, _, err := run(t, env, "./cluster.sh", "up"); err != nil {
 		t.Fatalf("cluster.sh up: %v\n%s", err, out)
 	}
-	os.Remove(ready) // docker stop
-	out, err, _ := run(t, env, "./cluster.sh", "up")
+	if err := os.Remove(ready); err != nil { // docker stop
+		t.Fatal(err)
+	}
+	out, _, err := run(t, env, "./cluster.sh", "up")
 	if err != nil {
 		t.Fatalf("cluster.sh up on a stopped node: %v\n%s", err, out)
 	}
@@ -247,7 +253,9 @@ func TestKindStoppedNodeIsStarted(t *testing.T) {
 	if _, err := os.Stat(ready); err != nil {
 		t.Errorf("up reported a cluster whose API server does not answer:\n%s", out)
 	}
-	run(t, env, "./cluster.sh", "down")
+	if out, _, err := run(t, env, "./cluster.sh", "down"); err != nil {
+		t.Errorf("cluster.sh down: %v\n%s", err, out)
+	}
 }
 
 // TestOtherClusterTypeIsRefused: while a kwok cluster made by `make cluster`
@@ -265,7 +273,7 @@ func TestOtherClusterTypeIsRefused(t *testing.T) {
 	}
 	for _, script := range []string{"./cluster.sh up", "./with-cluster.sh true"} {
 		f := strings.Fields(script)
-		out, err, _ := run(t, env, f[0], f[1:]...)
+		out, _, err := run(t, env, f[0], f[1:]...)
 		if err == nil || !strings.Contains(out, "make cluster-down") || !strings.Contains(out, "CLUSTER=kwok") {
 			t.Errorf("%s with CLUSTER=kind while a kwok cluster is there: err=%v, want a refusal that says what to do:\n%s", script, err, out)
 		}
@@ -282,7 +290,7 @@ func TestWithClusterRemovesOnlyWhatItCreated(t *testing.T) {
 
 	name := "fake-with-new"
 	env, calls, _ := kindEnv(t, bin, name)
-	if out, err, _ := run(t, env, "./with-cluster.sh", "sh", "-c", `test -s "$E2E_KUBECONFIG"`); err != nil {
+	if out, _, err := run(t, env, "./with-cluster.sh", "sh", "-c", `test -s "$E2E_KUBECONFIG"`); err != nil {
 		t.Fatalf("with-cluster.sh: %v\n%s", err, out)
 	}
 	got := strings.Join(readCalls(t, calls), "\n")
@@ -292,18 +300,22 @@ func TestWithClusterRemovesOnlyWhatItCreated(t *testing.T) {
 
 	name = "fake-with-stopped"
 	env, calls, ready := kindEnv(t, bin, name)
-	if out, err, _ := run(t, env, "./cluster.sh", "up"); err != nil {
+	if out, _, err := run(t, env, "./cluster.sh", "up"); err != nil {
 		t.Fatalf("cluster.sh up: %v\n%s", err, out)
 	}
-	os.Remove(ready) // docker stop
-	if out, err, _ := run(t, env, "./with-cluster.sh", "true"); err != nil {
+	if err := os.Remove(ready); err != nil { // docker stop
+		t.Fatal(err)
+	}
+	if out, _, err := run(t, env, "./with-cluster.sh", "true"); err != nil {
 		t.Fatalf("with-cluster.sh on a stopped cluster: %v\n%s", err, out)
 	}
 	got = strings.Join(readCalls(t, calls), "\n")
 	if strings.Contains(got, "kind delete cluster") {
 		t.Errorf("with-cluster.sh deleted the user's (stopped) cluster; the calls:\n%s", got)
 	}
-	run(t, env, "./cluster.sh", "down")
+	if out, _, err := run(t, env, "./cluster.sh", "down"); err != nil {
+		t.Errorf("cluster.sh down: %v\n%s", err, out)
+	}
 }
 
 // pin is a version from tools/versions.mk, the one place for pins.
@@ -328,11 +340,15 @@ func TestKindOfflineUsesLocalNodeImage(t *testing.T) {
 	name := "fake-kind-offline"
 	env, calls, _ := kindEnv(t, kindStandIns(t), name)
 	env = append(env, "OFFLINE=1")
-	out, err, _ := run(t, env, "./cluster.sh", "up")
+	out, _, err := run(t, env, "./cluster.sh", "up")
 	if err != nil {
 		t.Fatalf("cluster.sh up: %v\n%s", err, out)
 	}
-	defer run(t, env, "./cluster.sh", "down")
+	t.Cleanup(func() {
+		if out, _, err := run(t, env, "./cluster.sh", "down"); err != nil {
+			t.Errorf("cluster.sh down: %v\n%s", err, out)
+		}
+	})
 	local := "operator-flow/kind-node:" + pin(t, "KUBE_VERSION")
 	got := strings.Join(readCalls(t, calls), "\n")
 	if !strings.Contains(got, "kind create cluster --name "+name+" --kubeconfig ") || !strings.Contains(got, " --image "+local+" ") {

@@ -25,7 +25,11 @@ func TestKindClusterSettings(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the kind config the harness passes: %v", err)
 	}
-	defer os.Remove(config)
+	t.Cleanup(func() {
+		if err := os.Remove(config); err != nil {
+			t.Error(err)
+		}
+	})
 	b, err := os.ReadFile(config)
 	if err != nil {
 		t.Fatal(err)

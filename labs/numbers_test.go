@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,11 @@ func countCode(t *testing.T, path, comment string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	n, block := 0, false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -149,9 +154,8 @@ func TestInstructorPlans(t *testing.T) {
 		title, _, _ := strings.Cut(plan, "\n")
 		next := -1 // when the previous row ends, in minutes
 		for _, m := range row.FindAllStringSubmatch(plan, -1) {
-			var h, min int
-			fmt.Sscan(m[1], &h)
-			fmt.Sscan(m[2], &min)
+			h, _ := strconv.Atoi(m[1]) // the regexp matched digits
+			min, _ := strconv.Atoi(m[2])
 			start := 60*h + min
 			if next >= 0 && start != next {
 				t.Errorf("docs/instructors.md, %s: the row at %s:%s starts at minute %d, but the row before ends at minute %d", title, m[1], m[2], start, next)
@@ -159,8 +163,7 @@ func TestInstructorPlans(t *testing.T) {
 			next = start
 			for _, p := range part.FindAllStringSubmatch(m[3], -1) {
 				minutes := p[3] + p[4]
-				var d int
-				fmt.Sscan(minutes, &d)
+				d, _ := strconv.Atoi(minutes)
 				next += d
 				want := map[string]map[string]string{"lab": lab, "exercise": exercise}[p[1]]
 				if want != nil && want[p[2]] != minutes {

@@ -94,7 +94,7 @@ func hasShellShebang(path string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	line, _ := bufio.NewReader(f).ReadString('\n')
 	return regexp.MustCompile(`^#!\s*/(usr/)?bin/(env\s+)?(ba)?sh\b`).MatchString(line)
 }

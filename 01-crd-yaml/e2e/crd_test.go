@@ -285,7 +285,11 @@ func expectedError(t *testing.T, file string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
+	defer func() {
+		if err := fh.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	s := bufio.NewScanner(fh)
 	for s.Scan() {
 		if rest, ok := strings.CutPrefix(s.Text(), "# expect-error:"); ok {

@@ -27,13 +27,13 @@ func standIns(t *testing.T, scripts map[string]string) string {
 	return dir
 }
 
-func deploy(t *testing.T, env ...string) (string, error, time.Duration) {
+func deploy(t *testing.T, env ...string) (string, time.Duration, error) {
 	t.Helper()
 	cmd := exec.Command("./deploy.sh")
 	cmd.Env = append(os.Environ(), env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	return string(out), err, time.Since(start)
+	return string(out), time.Since(start), err
 }
 
 func TestKindWithoutDockerFailsFast(t *testing.T) {
@@ -46,7 +46,7 @@ func TestKindWithoutDockerFailsFast(t *testing.T) {
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err, took := deploy(t, append(env, "CLUSTER=kind")...)
+			out, took, err := deploy(t, append(env, "CLUSTER=kind")...)
 			if err == nil {
 				t.Fatalf("deploy.sh with CLUSTER=kind and no Docker succeeded:\n%s", out)
 			}
@@ -61,7 +61,7 @@ func TestKindWithoutDockerFailsFast(t *testing.T) {
 }
 
 func TestKwokExplainsOutOfCluster(t *testing.T) {
-	out, err, _ := deploy(t, "CLUSTER=kwok")
+	out, _, err := deploy(t, "CLUSTER=kwok")
 	if err == nil {
 		t.Errorf("deploy.sh on kwok claims success, but deployed nothing")
 	}
@@ -110,7 +110,7 @@ esac
 			t.Errorf("cluster.sh down: %v\n%s", err, out)
 		}
 	})
-	if out, err, _ := deploy(t, env...); err != nil {
+	if out, _, err := deploy(t, env...); err != nil {
 		t.Fatalf("deploy.sh: %v\n%s", err, out)
 	}
 	b, err := os.ReadFile(calls)
@@ -150,7 +150,11 @@ func checkStaticLinux(t *testing.T, path, arch string) {
 	if err != nil {
 		t.Fatalf("the binary sent to docker build: %v", err)
 	}
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	machine := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]
 	if f.Machine != machine {
 		t.Errorf("the binary is for %s, want %s (the engine's architecture)", f.Machine, machine)

@@ -62,8 +62,12 @@ func TestStatusSubresource(t *testing.T) {
 		Assess("an update of the ticket that carries a changed status leaves status unchanged", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			u := get(t)
 			before, _, _ := unstructured.NestedString(u.Object, "status", "message")
-			unstructured.SetNestedField(u.Object, int64(3), "spec", "number")
-			unstructured.SetNestedField(u.Object, "written by a user", "status", "message")
+			if err := unstructured.SetNestedField(u.Object, int64(3), "spec", "number"); err != nil {
+				t.Fatal(err)
+			}
+			if err := unstructured.SetNestedField(u.Object, "written by a user", "status", "message"); err != nil {
+				t.Fatal(err)
+			}
 			stored, err := tickets.Update(ctx, u, metav1.UpdateOptions{})
 			if err != nil {
 				t.Fatal(err)

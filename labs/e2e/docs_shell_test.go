@@ -43,7 +43,9 @@ func startShell(t *testing.T, env []string) *shell {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	if err := w.Close(); err != nil { // the shell has its own copy
+		t.Fatal(err)
+	}
 	s := &shell{cmd: cmd, stdin: stdin, lines: make(chan string, 4096)}
 	go func() {
 		sc := bufio.NewScanner(r)
@@ -54,9 +56,11 @@ func startShell(t *testing.T, env []string) *shell {
 		close(s.lines)
 	}()
 	t.Cleanup(func() {
-		stdin.Close() // bash ends at the end of its input...
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		_ = stdin.Close() // bash ends at the end of its input...
+		// bash's exit status is its last command's, which the test that
+		// ran it has checked already.
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second): // ...unless a command still runs
@@ -76,7 +80,10 @@ func (s *shell) run(command string, timeout time.Duration) (string, int, error) 
 	end := fmt.Sprintf("__doc_test_end_%d_%d", os.Getpid(), s.n)
 	// Braces, not a subshell: variables and exports stay. Nothing reads the
 	// shell's own input; printf puts the marker on a line of its own.
-	fmt.Fprintf(s.stdin, "{\n%s\n} </dev/null 2>&1; printf '\\n%s %%d\\n' $?\n", command, end)
+	if _, err := fmt.Fprintf(s.stdin, "{\n%s\n} </dev/null 2>&1; printf '\\n%s %%d\\n' $?\n", command, end); err != nil {
+		s.broken = fmt.Errorf("the shell no longer reads its input: %w", err)
+		return "", -1, s.broken
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var out strings.Builder
