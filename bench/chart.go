@@ -69,9 +69,11 @@ func chart(results []StageResult, f floors, objects float64, path string) error 
 	if err != nil {
 		return err
 	}
-	defer fh.Close()
-	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(fh)
-	return err
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(fh); err != nil {
+		_ = fh.Close() // the write's error is the one to report
+		return err
+	}
+	return fh.Close()
 }
 
 func groupedBars(p *plot.Plot, names []string, series []plotter.Values, labels []string) error {

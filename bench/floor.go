@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -61,16 +62,20 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 	if ledger {
 		// Untimed: without its finalizer no ticket, and so not the
 		// namespace, could be deleted afterwards.
-		defer parallel(n, func(i int) error {
-			_, err := r.Patch(context.Background(), ticket(i).GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-			return err
-		})
+		defer func() {
+			if err := parallel(n, func(i int) error {
+				_, err := r.Patch(context.Background(), ticket(i).GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+				return err
+			}); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: removing the tickets' finalizer: %v (namespace %s may not go away)\n", err, ns)
+			}
+		}()
 	}
 	// With ledger, every booking's Event is sent on a goroutine of its own
 	// (an errgroup keeps the first error). Waited for on every return, so
 	// that none is still being sent when the namespace is deleted.
 	var events errgroup.Group
-	defer events.Wait()
+	defer func() { _ = events.Wait() }() // its error is returned by the Wait at the end
 	book := func(t *unstructured.Unstructured) error {
 		var err error
 		if ledger {
@@ -85,8 +90,12 @@ func measureFloor(ctx context.Context, c *harness.Clients, ns string, n, m int, 
 				return err
 			}
 		}
-		unstructured.SetNestedField(t.Object, "Booked", "status", "phase")
-		unstructured.SetNestedField(t.Object, fmt.Sprintf("Booked %d seat(s) from Amsterdam to Lisbon", seatsBefore), "status", "message")
+		if err := unstructured.SetNestedField(t.Object, "Booked", "status", "phase"); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(t.Object, fmt.Sprintf("Booked %d seat(s) from Amsterdam to Lisbon", seatsBefore), "status", "message"); err != nil {
+			return err
+		}
 		if subresource {
 			_, err = r.UpdateStatus(ctx, t, metav1.UpdateOptions{})
 		} else {

@@ -123,11 +123,13 @@ func startOperatorEnv(env []string, bin, logPath string, args ...string) (*opera
 	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close() // the start's error is the one to report
 		return nil, err
 	}
 	o := &operator{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() { cmd.Wait(); f.Close(); close(o.done) }()
+	// The operator is stopped by a signal, so Wait's error (the signal) is
+	// expected; its log is read from logPath.
+	go func() { _ = cmd.Wait(); _ = f.Close(); close(o.done) }()
 	return o, nil
 }
 
@@ -228,11 +230,11 @@ func (o *operator) stop() {
 		return
 	default:
 	}
-	o.cmd.Process.Signal(syscall.SIGTERM)
+	_ = o.cmd.Process.Signal(syscall.SIGTERM) // it may have exited already: done tells
 	select {
 	case <-o.done:
 	case <-time.After(20 * time.Second):
-		o.cmd.Process.Kill()
+		_ = o.cmd.Process.Kill()
 		<-o.done
 	}
 }

@@ -250,10 +250,6 @@ func (o *observer) loggersWritten(interval int) int {
 	return done
 }
 
-func (o *observer) empty() bool {
-	return len(o.tickets.ListKeys()) == 0 && len(o.loggers.ListKeys()) == 0 && len(o.deployments.ListKeys()) == 0
-}
-
 // waitFor polls the observer's cache every 20 ms until done() holds, and
 // returns how long that took from start. It gives up at the deadline and says
 // what it saw last.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,8 +127,10 @@ func newProvider(root string) (support.E2EClusterProvider, string, error) {
 	}
 	// kwokctl and kind add a context to $KUBECONFIG (default ~/.kube/config).
 	// Point it at a file of our own, so the user's kubeconfig stays untouched.
-	os.Setenv("KUBECONFIG", filepath.Join(state, "kubeconfig-"+name))
-	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := setenv("KUBECONFIG", filepath.Join(state, "kubeconfig-"+name),
+		"PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+		return nil, "", err
+	}
 
 	switch c := os.Getenv("CLUSTER"); c {
 	case "kind":
@@ -156,18 +160,33 @@ func newProvider(root string) (support.E2EClusterProvider, string, error) {
 			}
 		}
 		// The same settings cluster/cluster.sh gives kwokctl.
-		os.Setenv("KWOK_WORKDIR", filepath.Join(state, "kwok"))
-		os.Setenv("KWOK_KUBE_APISERVER_BINARY", filepath.Join(bin, "kube-apiserver"))
-		os.Setenv("KWOK_KUBE_CONTROLLER_MANAGER_BINARY", filepath.Join(bin, "kube-controller-manager"))
-		os.Setenv("KWOK_KUBE_SCHEDULER_BINARY", filepath.Join(bin, "kube-scheduler"))
-		os.Setenv("KWOK_KUBECTL_BINARY", filepath.Join(bin, "kubectl"))
-		os.Setenv("KWOK_ETCD_BINARY", filepath.Join(bin, "etcd"))
-		os.Setenv("KWOK_CONTROLLER_BINARY", filepath.Join(bin, "kwok"))
-		os.Setenv("KWOK_KUBE_AUDIT_POLICY", filepath.Join(root, "cluster", "audit-policy.yaml"))
+		if err := setenv(
+			"KWOK_WORKDIR", filepath.Join(state, "kwok"),
+			"KWOK_KUBE_APISERVER_BINARY", filepath.Join(bin, "kube-apiserver"),
+			"KWOK_KUBE_CONTROLLER_MANAGER_BINARY", filepath.Join(bin, "kube-controller-manager"),
+			"KWOK_KUBE_SCHEDULER_BINARY", filepath.Join(bin, "kube-scheduler"),
+			"KWOK_KUBECTL_BINARY", filepath.Join(bin, "kubectl"),
+			"KWOK_ETCD_BINARY", filepath.Join(bin, "etcd"),
+			"KWOK_CONTROLLER_BINARY", filepath.Join(bin, "kwok"),
+			"KWOK_KUBE_AUDIT_POLICY", filepath.Join(root, "cluster", "audit-policy.yaml"),
+		); err != nil {
+			return nil, "", err
+		}
 		return kwok.NewProvider().WithPath(filepath.Join(bin, "kwokctl")), name, nil
 	default:
 		return nil, "", fmt.Errorf("CLUSTER=%s is not known: use kwok (the default) or kind", c)
 	}
+}
+
+// setenv sets each name in kv (name, value, name, value...) in this
+// process's environment.
+func setenv(kv ...string) error {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if err := os.Setenv(kv[i], kv[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // clusterConfig is the provider's configuration file, the one cluster.sh
@@ -241,8 +260,12 @@ func destroy(p support.E2EClusterProvider, name string) env.Func {
 			fmt.Fprintf(os.Stderr, "harness: deleting cluster %q: %v\n", name, err)
 			return ctx, err
 		}
-		os.Remove(os.Getenv("KUBECONFIG"))
-		os.Remove(RepoPath(".state", "kind-"+name+".yaml")) // clusterConfig's copy, for kind
+		// The cluster's kubeconfig, and clusterConfig's copy for kind.
+		for _, f := range []string{os.Getenv("KUBECONFIG"), RepoPath(".state", "kind-"+name+".yaml")} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return ctx, err
+			}
+		}
 		return ctx, nil
 	}
 }

@@ -63,7 +63,11 @@ func RestartComponent(t testing.TB, component string, whileDown func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
+	defer func() {
+		if err := logFile.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	port, err := listenPort(args)
 	if err != nil {
 		t.Fatalf("%s: %v", component, err)
@@ -145,7 +149,7 @@ func accepts(port string) bool {
 	if err != nil {
 		return false
 	}
-	c.Close()
+	_ = c.Close() // only the dial mattered
 	return true
 }
 
@@ -157,8 +161,7 @@ func waitPortFree(t testing.TB, port string, timeout time.Duration) {
 		if err != nil {
 			return false, nil
 		}
-		l.Close()
-		return true, nil
+		return l.Close() == nil, nil
 	})
 	if err != nil {
 		t.Fatalf("port %s still taken %s after the process exited", port, timeout)

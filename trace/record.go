@@ -33,7 +33,7 @@ func RecordHops(rec []apicount.Hop, o Object) []Hop {
 		switch r.Kind {
 		case "request":
 			listing := r.Verb == "LIST" || r.Verb == "WATCH"
-			if !related && !(listing && r.Name == "" && o.Watched(r.Resource)) {
+			if !related && (!listing || r.Name != "" || !o.Watched(r.Resource)) {
 				continue
 			}
 			from := Worker

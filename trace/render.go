@@ -36,24 +36,28 @@ func (tl Timeline) since(h Hop) string {
 // WriteText prints the trace for a terminal: one line per hop, with its time
 // since the kubectl apply, who to whom, and what.
 func (tl Timeline) WriteText(w io.Writer) {
+	// The lines are gathered and written at once: a terminal or a
+	// buffer, with nowhere to report a failed write.
+	var b strings.Builder
 	width := 0
 	for _, p := range tl.used() {
 		width = max(width, len([]rune(tl.Stage.Name(p))))
 	}
-	fmt.Fprintf(w, "%s on stage %s: %d hops; +0.000s is %s\n", tl.Object, tl.Stage.Dir, len(tl.Hops),
+	fmt.Fprintf(&b, "%s on stage %s: %d hops; +0.000s is %s\n", tl.Object, tl.Stage.Dir, len(tl.Hops),
 		tl.Start.Format("15:04:05.000"))
 	for _, h := range tl.Hops {
 		from, to := tl.Stage.Name(h.From), tl.Stage.Name(h.To)
 		if h.IsNote() {
-			fmt.Fprintf(w, "%9s  %s\n", tl.since(h), pad("["+from+"]", 2*width+3)+" "+h.What())
+			fmt.Fprintf(&b, "%9s  %s\n", tl.since(h), pad("["+from+"]", 2*width+3)+" "+h.What())
 			continue
 		}
 		what := h.What()
 		if h.Stored {
 			what += ", stored in etcd"
 		}
-		fmt.Fprintf(w, "%9s  %s → %s %s\n", tl.since(h), pad(from, width), pad(to, width), what)
+		fmt.Fprintf(&b, "%9s  %s → %s %s\n", tl.since(h), pad(from, width), pad(to, width), what)
 	}
+	_, _ = io.WriteString(w, b.String())
 }
 
 func pad(s string, n int) string {

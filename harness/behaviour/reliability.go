@@ -82,14 +82,14 @@ func killedMidBatch(s Stage, scale int) features.Feature {
 			for k := 1; k <= 3; k++ {
 				target := max(k*2*scale/4, last+1)
 				harness.Eventually(t, 2*converge, fmt.Sprintf("%d of %d objects converged, with a write by operator %d", target, 2*scale, k), func(ctx context.Context) (bool, string, error) {
-					done, err := f.progress(ctx, scale)
+					done, err := f.progress(ctx)
 					wrote := len(p.requests(succeededWrite(started)))
 					return done >= target && wrote > 0, fmt.Sprintf("%d converged; operator %d made %d writes", done, k, wrote), err
 				})
 				f.op.Kill()
 				// Counted after the kill: the count only grows, so fewer
 				// than all converged now means fewer at the kill.
-				done, err := f.progress(ctx, scale)
+				done, err := f.progress(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -106,7 +106,7 @@ func killedMidBatch(s Stage, scale int) features.Feature {
 				f.start(t)
 			}
 			harness.Eventually(t, 3*converge, "every object converged", func(ctx context.Context) (bool, string, error) {
-				done, err := f.progress(ctx, scale)
+				done, err := f.progress(ctx)
 				return done == 2*scale, fmt.Sprintf("%d of %d converged", done, 2*scale), err
 			})
 			harness.Eventually(t, converge, "every Logger Available", func(ctx context.Context) (bool, string, error) {
@@ -290,7 +290,7 @@ func seriesCount(e *eventsv1.Event) int32 {
 
 // progress counts tickets booked with the message their spec asks for, plus
 // Loggers whose Deployment exists with the replicas and interval they ask for.
-func (f *fixture) progress(ctx context.Context, scale int) (int, error) {
+func (f *fixture) progress(ctx context.Context) (int, error) {
 	done := 0
 	tickets, err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -520,8 +520,12 @@ func denyPoison(ctx context.Context, t *testing.T, f *fixture, name string) {
 		t.Fatalf("creating the ValidatingAdmissionPolicyBinding: %v", err)
 	}
 	t.Cleanup(func() {
-		adm.ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		adm.ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{})
+		if err := adm.ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the ValidatingAdmissionPolicyBinding: %v", err)
+		}
+		if err := adm.ValidatingAdmissionPolicies().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the ValidatingAdmissionPolicy: %v", err)
+		}
 	})
 	// Admission policies take effect asynchronously: wait until a dry-run
 	// create of the forbidden Deployment is refused.

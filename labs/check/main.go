@@ -177,6 +177,9 @@ func collect(r io.Reader) *results {
 // makes go test fail (a build error, a panic, TestMain, the timeout) is a
 // FAIL line of its own, so that failed never reads as passed.
 func (r *results) print(w io.Writer, failed bool, stderr string) bool {
+	// The lines are gathered and written at once, to the terminal: there
+	// is nowhere to report a failed write.
+	var b strings.Builder
 	ok := !failed
 	for _, name := range r.order {
 		v := r.verdict[name]
@@ -189,24 +192,25 @@ func (r *results) print(w io.Writer, failed bool, stderr string) bool {
 		r.total++
 		if v == "pass" {
 			r.passed++
-			fmt.Fprintf(w, "PASS  %s\n", words(name))
+			fmt.Fprintf(&b, "PASS  %s\n", words(name))
 			continue
 		}
 		ok = false
-		fmt.Fprintf(w, "FAIL  %s\n", words(name))
+		fmt.Fprintf(&b, "FAIL  %s\n", words(name))
 		for _, line := range reasons(r.output[name]) {
-			fmt.Fprintf(w, "      %s\n", line)
+			fmt.Fprintf(&b, "      %s\n", line)
 		}
 	}
 	if failed && r.passed == r.total {
 		// go test failed, and no check says why.
 		r.total++
 		lines := reasons(append(r.output[""], strings.SplitAfter(stderr, "\n")...))
-		fmt.Fprintln(w, "FAIL  the tests could not run to the end (go test failed outside any check)")
+		fmt.Fprintln(&b, "FAIL  the tests could not run to the end (go test failed outside any check)")
 		for _, line := range lines {
-			fmt.Fprintf(w, "      %s\n", line)
+			fmt.Fprintf(&b, "      %s\n", line)
 		}
 	}
+	_, _ = io.WriteString(w, b.String())
 	return ok && r.total > 0
 }
 
