@@ -147,19 +147,6 @@ func allDocs(t *testing.T) []string {
 	return out
 }
 
-// learnerDocs are what a learner reads: the README, docs/concepts.md, the
-// stage READMEs and the labs.
-func learnerDocs(t *testing.T) []string {
-	t.Helper()
-	var out []string
-	for _, p := range allDocs(t) {
-		if p == "README.md" || p == "docs/concepts.md" || strings.HasPrefix(p, "labs/") || stageOf(p) != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // isLab says whether a doc is a lab, whose sh, console and text blocks
 // labs/e2e runs and compares (labs/e2e/docs_test.go).
 func isLab(path string) bool {

@@ -459,11 +459,3 @@ func orRepo(stage string) string {
 	}
 	return stage
 }
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
