@@ -31,3 +31,9 @@ KIND_DEBIAN_SUITE := bookworm
 CONTROLLER_GEN_VERSION := v0.23.0
 # govulncheck, for `make vulncheck` (needs the internet for its database).
 GOVULNCHECK_VERSION := v1.9.0
+# golangci-lint, for `make lint` (.golangci.yml says which linters run).
+GOLANGCI_LINT_VERSION := v2.15.0
+# kube-api-linter checks 05's and 06's API types against the Kubernetes API
+# conventions, as a module linter built into golangci-lint (one binary,
+# bin/golangci-lint). It has no releases: a pseudo-version, its commit.
+KUBE_API_LINTER_VERSION := v0.0.0-20260716143926-092fe0c72997
