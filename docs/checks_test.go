@@ -45,6 +45,13 @@ func TestChecksCatchBrokenQuotes(t *testing.T) {
 				t.Errorf("`%s` is refused: %s", good, p)
 			}
 		}
+		lab6 := doc{path: "labs/06-status-and-owners.md", stage: "06-status-and-owners"}
+		if p := r.check(lab6, "+kubebuilder:subresource:status"); p != "" {
+			t.Errorf("a true marker is refused: %s", p)
+		}
+		if p := r.check(lab6, "+kubebuilder:subresource:scale"); p == "" {
+			t.Error("a marker 06 does not carry passes")
+		}
 		for _, bad := range []string{"make lab-44x", "make deploy", "--no-such-flag", "--leader-elect", "hack/nosuch.sh",
 			"processNextItem", "cache.WaitForCachesSync", "queue.AddRateLimitted(key)", "TestNoSuchTest", "signal.NotifyContex"} {
 			if p := r.check(lab4, bad); p == "" {

@@ -15,6 +15,8 @@ import (
 // backticks, in the prose and in the commands of their sh blocks (and the
 // package names that a Go example block calls):
 //   - `make TARGET ...`: every target is one `make help` lists;
+//   - a code-generation marker (`+kubebuilder:subresource:status`): a Go
+//     file of the stage carries it;
 //   - a flag (`--workers=2`): the operator's --help lists it (the stage the
 //     doc is about, else any stage), or kubectl's help does;
 //   - a path (`config/rbac/role.yaml`, `hack/`): it exists, from the
@@ -104,6 +106,8 @@ func (r *resolver) check(d doc, text string) string {
 	switch {
 	case strings.HasPrefix(text, "make "):
 		return r.checkMake(text)
+	case markerSpanRE.MatchString(text):
+		return r.checkMarker(d, text)
 	case flagSpanRE.MatchString(text):
 		return r.checkFlags(d, text)
 	case isPath(text):
@@ -112,6 +116,37 @@ func (r *resolver) check(d doc, text string) string {
 		return r.checkGoName(d, text)
 	}
 	return ""
+}
+
+// --------------------------------------------------------------- markers ---
+
+// markerSpanRE: a code-generation marker (`+kubebuilder:subresource:status`,
+// `// +listType=map`, `+genclient:noStatus`).
+var markerSpanRE = regexp.MustCompile(`^(// )?\+[a-z][A-Za-z:=.;,"\-_0-9]*$`)
+
+// checkMarker: the marker is in a Go file of the doc's stage (of any stage,
+// for a general doc).
+func (r *resolver) checkMarker(d doc, text string) string {
+	marker := strings.TrimPrefix(text, "// ")
+	dirs := stageDirs
+	if d.stage != "" {
+		dirs = []string{d.stage}
+	}
+	for _, dir := range dirs {
+		found := false
+		_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, e os.DirEntry, err error) error {
+			if err != nil || found || e.IsDir() || !strings.HasSuffix(p, ".go") {
+				return err
+			}
+			b, _ := os.ReadFile(p)
+			found = strings.Contains(string(b), marker)
+			return nil
+		})
+		if found {
+			return ""
+		}
+	}
+	return "no Go file of " + strings.Join(dirs, ", ") + " carries this marker"
 }
 
 // ------------------------------------------------------------------ make ---
