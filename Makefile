@@ -238,7 +238,9 @@ fuzz: ## A short fuzz pass over the operators' pure functions (FUZZTIME=50000x i
 	done
 
 .PHONY: unit
-unit: ## Unit tests only (no cluster).
+# docs/ reads kubectl's flags from ./bin/kubectl's --help (the flags the docs
+# name must exist), so the unit tests need kubectl, not a cluster.
+unit: $(BIN)/kubectl ## Unit tests only (no cluster).
 	@go test -count=1 $(UNIT_PKGS)
 
 # The linters and their settings are in .golangci.yml. golangci-lint takes
