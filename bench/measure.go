@@ -127,8 +127,9 @@ func startOperatorEnv(env []string, bin, logPath string, args ...string) (*opera
 		return nil, err
 	}
 	o := &operator{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	// The operator is stopped by a signal, so Wait's error (the signal) is
-	// expected; its log is read from logPath.
+	// The operator is stopped with SIGTERM, which it catches to shut down,
+	// so Wait returns nil or its exit status (or "signal: killed" when stop
+	// had to kill it); nothing needs that error: the log is read from logPath.
 	go func() { _ = cmd.Wait(); _ = f.Close(); close(o.done) }()
 	return o, nil
 }

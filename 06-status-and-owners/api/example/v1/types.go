@@ -75,7 +75,8 @@ type LoggerStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// observedGeneration is the metadata.generation this status was
 	// written for. When it is below metadata.generation, the operator has
-	// not yet acted on the latest spec.
+	// not yet acted on the latest generation: a spec change, or the start
+	// of deletion.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
