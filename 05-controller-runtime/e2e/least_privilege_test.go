@@ -89,7 +89,54 @@ func TestLeastPrivilege(t *testing.T) {
 		for _, extra := range beyondRoles(list, granted) {
 			t.Errorf("kubectl auth can-i --list shows a permission the generated roles do not grant: %s", extra)
 		}
+		// The README shows this list: its resource lines are what the API
+		// server answers, neither more nor fewer.
+		shown := resourceLines(readmeCanI(t))
+		if got := resourceLines(list); !slices.Equal(shown, got) {
+			t.Errorf("the resource lines of `kubectl auth can-i --list` in ../README.md differ from the API server's answer:\nREADME:\n%s\nanswer:\n%s",
+				strings.Join(shown, "\n"), strings.Join(got, "\n"))
+		}
 	})
+}
+
+// readmeCanI is the output the README shows under its
+// `$ kubectl auth can-i --list` command.
+func readmeCanI(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "$ kubectl auth can-i --list"):
+			in = true
+		case in && (strings.HasPrefix(line, "$ ") || strings.HasPrefix(line, "```")):
+			return strings.Join(out, "\n")
+		case in:
+			out = append(out, line)
+		}
+	}
+	t.Fatal("../README.md shows no `$ kubectl auth can-i --list` output")
+	return ""
+}
+
+// resourceLines are the lines of `kubectl auth can-i --list` that name a
+// resource (not the header, not a non-resource URL), spaces normalised and
+// sorted.
+func resourceLines(list string) []string {
+	var out []string
+	for _, line := range strings.Split(list, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] == "Resources" || strings.HasPrefix(fields[0], "[") || fields[0] == "..." {
+			continue
+		}
+		out = append(out, strings.Join(fields, " "))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // operatorAccount is a ServiceAccount bound to copies of the generated roles,
