@@ -89,11 +89,12 @@ func TestLeastPrivilege(t *testing.T) {
 		for _, extra := range beyondRoles(list, granted) {
 			t.Errorf("kubectl auth can-i --list shows a permission the generated roles do not grant: %s", extra)
 		}
-		// The README shows this list: its resource lines are what the API
-		// server answers, neither more nor fewer.
+		// The README shows this list: its resource lines are the ones
+		// kubectl prints from the API server's SelfSubjectRulesReview
+		// answer, neither more nor fewer.
 		shown := resourceLines(readmeCanI(t))
 		if got := resourceLines(list); !slices.Equal(shown, got) {
-			t.Errorf("the resource lines of `kubectl auth can-i --list` in ../README.md differ from the API server's answer:\nREADME:\n%s\nanswer:\n%s",
+			t.Errorf("the resource lines of `kubectl auth can-i --list` in ../README.md differ from kubectl's output of the API server's answer:\nREADME:\n%s\nanswer:\n%s",
 				strings.Join(shown, "\n"), strings.Join(got, "\n"))
 		}
 	})
