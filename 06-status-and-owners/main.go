@@ -113,6 +113,7 @@ func main() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(flightsv1.AddToScheme(scheme))
 	utilruntime.Must(examplev1.AddToScheme(scheme))
+	ledger := &controller.SeatLedger{Namespace: ledgerNamespace(*ledgerNS, *namespace)}
 	opts := ctrl.Options{
 		Scheme: scheme,
 		// HTTPS (self-signed), only for callers the API server authenticates
@@ -131,7 +132,7 @@ func main() {
 		LeaderElectionReleaseOnCancel: true,
 
 		// Only the Deployments this operator made, as 04's informer.
-		Cache: cache.Options{ByObject: controller.CacheByObject(), SyncPeriod: resync},
+		Cache: cache.Options{ByObject: controller.CacheByObject(ledger.Namespace), SyncPeriod: resync},
 	}
 	if *namespace != "" {
 		// The cache lists and watches only this namespace, for every kind,
@@ -156,11 +157,11 @@ func main() {
 	// Events go through the events.k8s.io API; `kubectl describe` shows
 	// them, with eventSource in the From column.
 	events := mgr.GetEventRecorder(eventSource)
-	ledger := &controller.SeatLedger{Client: mgr.GetClient(), Namespace: ledgerNamespace(*ledgerNS, *namespace)}
+	ledger.Client, ledger.Reader = mgr.GetClient(), mgr.GetAPIReader()
 	if err := (&controller.FlightTicketReconciler{Client: mgr.GetClient(), Ledger: ledger, Recorder: events}).SetupWithManager(mgr, *workers); err != nil {
 		fatal(err, "setting up the FlightTicket controller")
 	}
-	if err := (&controller.LoggerReconciler{Client: mgr.GetClient(), Image: *image, Recorder: events}).SetupWithManager(mgr, *workers); err != nil {
+	if err := (&controller.LoggerReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Image: *image, Recorder: events}).SetupWithManager(mgr, *workers); err != nil {
 		fatal(err, "setting up the Logger controller")
 	}
 

@@ -22,17 +22,20 @@ func TestRBACDoesNotGrow(t *testing.T) {
 	want := map[string][]rbacv1.PolicyRule{
 		"ClusterRole/operator-flow-06-manager": {
 			// Create and repair Loggers' Deployments; the cache lists and
-			// watches them (no get: reads come from the cache). No delete:
-			// the garbage collector deletes them.
-			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "list", "patch", "watch"}},
+			// watches them. get: a create refused as AlreadyExists is
+			// followed by a read past the cache. No delete: the garbage
+			// collector deletes them.
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "get", "list", "patch", "watch"}},
 			// The metrics endpoint asks the API server who a caller is and
 			// whether they may read /metrics (the Metrics options in main.go).
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 			// Booked, Created, Updated, Deleted, Failed.
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-			// Watch Loggers; nothing writes to a Logger but its status.
-			{APIGroups: []string{"example.com"}, Resources: []string{"loggers"}, Verbs: []string{"list", "watch"}},
+			// Watch Loggers; nothing writes to a Logger but its status. get:
+			// before creating a Deployment, the Logger is read past the
+			// cache.
+			{APIGroups: []string{"example.com"}, Resources: []string{"loggers"}, Verbs: []string{"get", "list", "watch"}},
 			// blockOwnerDeletion in the Deployment's owner reference, where
 			// OwnerReferencesPermissionEnforcement is enabled.
 			{APIGroups: []string{"example.com"}, Resources: []string{"loggers/finalizers"}, Verbs: []string{"update"}},
@@ -50,9 +53,9 @@ func TestRBACDoesNotGrow(t *testing.T) {
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}},
 		},
 		"Role/operator-flow-06-ledger": {
-			// Seat holds: server-side apply (patch, and create when the hold
-			// is new) and delete. Never read.
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "delete", "patch"}},
+			// Seat holds: the cache lists and watches them; create, patch,
+			// delete; get after a create refused as AlreadyExists.
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "delete", "get", "list", "patch", "watch"}},
 		},
 	}
 	if got := readRules(t, "rbac/role.yaml"); !reflect.DeepEqual(got, want) {

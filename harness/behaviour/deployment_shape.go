@@ -65,6 +65,14 @@ func (w wantDeployment) problems(d *appsv1.Deployment) []string {
 		add("env LOGGER_NAME=%q TIME_INTERVAL=%q, want %q and %q", env["LOGGER_NAME"], env["TIME_INTERVAL"], w.printed, strconv.FormatInt(w.interval, 10))
 	}
 	p = append(p, restrictedProblems(pod.SecurityContext, c.SecurityContext)...)
+	// The logger never calls the API server, so its pods get no token; and
+	// it declares what it needs.
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		add("automountServiceAccountToken=%v, want false", deref(pod.AutomountServiceAccountToken))
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		add("resources %v, want CPU and memory requests and a memory limit", c.Resources)
+	}
 	return p
 }
 

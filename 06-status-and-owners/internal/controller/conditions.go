@@ -37,6 +37,19 @@ func setConditions(conditions *[]metav1.Condition, generation int64, conds ...me
 // message is at most 155 characters; an error quoted in it can be longer.
 const maxTicketMessage = 256
 
+// truncateBytes shortens s to at most n bytes, marking the cut with "...",
+// and never cuts a character in two.
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
 // truncate shortens s to at most n characters, marking the cut with "...".
 // A CRD's maxLength counts characters (Unicode code points), not bytes.
 func truncate(s string, n int) string {

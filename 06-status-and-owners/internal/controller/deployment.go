@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -50,6 +51,8 @@ func desiredDeployment(namespace, logger string, spec examplev1.LoggerSpec, imag
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: pods},
 				Spec: corev1.PodSpec{
+					// The logger never calls the API server: no token in its pods.
+					AutomountServiceAccountToken: ptr.To(false),
 					// The Pod Security "restricted" profile, plus this course's own
 					// hardening: user 65534 and (below) a read-only root filesystem.
 					SecurityContext: &corev1.PodSecurityContext{
@@ -64,6 +67,12 @@ func desiredDeployment(namespace, logger string, spec examplev1.LoggerSpec, imag
 						Env: []corev1.EnvVar{
 							{Name: "LOGGER_NAME", Value: spec.Name},
 							{Name: "TIME_INTERVAL", Value: strconv.FormatInt(int64(spec.TimeInterval), 10)},
+						},
+						// What a shell loop needs, declared, so that the scheduler counts
+						// it and a runaway pod cannot take the node's memory.
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")},
 						},
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),
@@ -96,8 +105,9 @@ func deploymentDrifted(have, want *appsv1.Deployment) bool {
 }
 
 // repairPatch puts a drifted Deployment right: a JSON merge patch of the
-// fields the operator owns, replicas and the pod template (whose list of
-// containers a merge patch replaces whole). A patch carries no
+// fields the operator owns, its labels (which a merge patch adds to the
+// others), replicas and the pod template (whose list of containers a merge
+// patch replaces whole). A patch carries no
 // resourceVersion, so it cannot conflict with the Deployment controller,
 // which writes the Deployment's status several times during every rollout;
 // an Update of the whole object would fail with 409 Conflict whenever it
@@ -105,7 +115,8 @@ func deploymentDrifted(have, want *appsv1.Deployment) bool {
 func repairPatch(want *appsv1.Deployment) []byte {
 	// Marshalling these API types cannot fail.
 	patch, _ := json.Marshal(map[string]any{
-		"spec": map[string]any{"replicas": want.Spec.Replicas, "template": want.Spec.Template},
+		"metadata": map[string]any{"labels": want.Labels},
+		"spec":     map[string]any{"replicas": want.Spec.Replicas, "template": want.Spec.Template},
 	})
 	return patch
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	examplev1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/example/v1"
 	flightsv1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/flights/v1"
@@ -115,8 +116,8 @@ func FuzzBookingStatus(f *testing.F) {
 		if errs := metav1validation.ValidateConditions(s.Conditions, field.NewPath("status", "conditions")); len(errs) > 0 {
 			t.Fatalf("conditions %+v are invalid: %v", s.Conditions, errs)
 		}
-		if msgs := validation.IsDNS1123Subdomain(holdName(tk)); len(msgs) > 0 {
-			t.Fatalf("seat hold name %q: %v", holdName(tk), msgs)
+		if msgs := validation.IsDNS1123Subdomain(holdName(client.ObjectKeyFromObject(tk))); len(msgs) > 0 {
+			t.Fatalf("seat hold name %q: %v", holdName(client.ObjectKeyFromObject(tk)), msgs)
 		}
 	})
 }

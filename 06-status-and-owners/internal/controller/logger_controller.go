@@ -13,31 +13,30 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	examplev1 "github.com/operator-flow/operator-flow/06-status-and-owners/api/example/v1"
 )
 
-// The permissions of the Logger controller, for controller-gen. No "get":
-// reads go to the cache, which lists and watches. No "delete" on
-// Deployments any more: the garbage collector deletes them.
+// The permissions of the Logger controller, for controller-gen. Reads go to
+// the cache, which lists and watches; "get" is for the two reads that must
+// see the API server itself (Reader, below). No "delete" on Deployments any
+// more: the garbage collector deletes them.
 // loggers/finalizers: the Deployment's owner reference sets
 // blockOwnerDeletion, and clusters that enable the
 // OwnerReferencesPermissionEnforcement admission plugin (OpenShift does)
 // allow that only to whoever may update the owner's finalizers.
 //
-// +kubebuilder:rbac:groups=example.com,resources=loggers,verbs=list;watch
+// +kubebuilder:rbac:groups=example.com,resources=loggers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=example.com,resources=loggers/status,verbs=patch
 // +kubebuilder:rbac:groups=example.com,resources=loggers/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // LoggerReconciler is the Logger controller.
@@ -46,19 +45,25 @@ type LoggerReconciler struct {
 	// Image is the logger container's image (the --logger-image flag).
 	Image    string
 	Recorder recorder.EventRecorder
+	// Reader reads from the API server, past the cache
+	// (mgr.GetAPIReader()), in the two cases where the cache cannot know:
+	// before creating a Deployment, and after a create refused as
+	// AlreadyExists.
+	Reader client.Reader
 }
 
 // SetupWithManager registers the controller: it reconciles a Logger when the
 // Logger changes (For) and when a Deployment it controls changes (Owns),
 // workers at a time (04's --workers). Owns replaces 05's handleObject: it
 // maps a Deployment event to the Logger named in the Deployment's controller
-// owner reference, not to the one its labels name. GenerationChangedPredicate
-// drops the Logger's status-only updates, as for tickets
-// (flightticket_controller.go says why); the Deployment, which the status
-// depends on, has a watch of its own.
+// owner reference, not to the one its labels name. No predicate, as for
+// tickets (flightticket_controller.go says why): the status depends on the
+// Deployment, seen through another informer than the Logger, so a status
+// can be decided from a Logger cache that has not yet seen the previous
+// status write, and the event of that write is what sets it right.
 func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&examplev1.Logger{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&examplev1.Logger{}).
 		Owns(&appsv1.Deployment{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
@@ -66,10 +71,15 @@ func (r *LoggerReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 
 // CacheByObject tells the Manager's cache to hold only the Deployments this
 // operator made (main.go passes it to cache.Options.ByObject), as 04's
-// informer did with its label selector.
-func CacheByObject() map[client.Object]cache.ByObject {
-	selector, _ := labels.Parse(managedBySelector) // a constant that parses
-	return map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Label: selector}}
+// informer did with its label selector, and of the ConfigMaps only the seat
+// holds in the ledger namespace.
+func CacheByObject(ledgerNamespace string) map[client.Object]cache.ByObject {
+	deployments, _ := labels.Parse(managedBySelector) // constants that parse
+	holds, _ := labels.Parse(seatHoldSelector)
+	return map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}: {Label: deployments},
+		&corev1.ConfigMap{}:  {Label: holds, Namespaces: map[string]cache.Config{ledgerNamespace: {}}},
+	}
 }
 
 // Reconcile is the Logger controller's syncHandler. It makes the Logger's
@@ -116,14 +126,21 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	err := r.Get(ctx, client.ObjectKeyFromObject(want), &d)
 	switch {
 	case apierrors.IsNotFound(err):
+		// The Deployment's delete event can come before the Logger's: the
+		// garbage collector deletes the Deployment of a deleted Logger, and
+		// the two kinds have an informer each. A Deployment made for a
+		// Logger still in a lagging cache would name an owner that is gone.
+		// So ask the API server first.
+		if gone, err := r.loggerGone(ctx, &l); err != nil || gone {
+			return ctrl.Result{}, err
+		}
 		if err := r.Create(ctx, want); apierrors.IsAlreadyExists(err) {
-			// The cache holds every Deployment labelled managed-by this
-			// operator, so one it lacks is someone else's: never take it
-			// over; say so, and try again later in case it goes away.
-			// (It can also be ours, created a moment ago, whose event has
-			// not reached the cache yet; that event reconciles the Logger
-			// again at once, and the condition clears.)
-			failure = &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("a Deployment named %s exists and is not labelled %s; not touching it", want.Name, managedBySelector)}
+			// The cache lacks a Deployment that the API server has: ours,
+			// made a moment ago, whose event has not reached the cache;
+			// ours, with the managed-by label removed; or someone else's.
+			if failure, err = r.claim(ctx, &l, want, &d); err != nil {
+				return ctrl.Result{}, err
+			}
 		} else if err != nil {
 			// A quota, an admission policy, the API server being away.
 			failure = &deploymentFailure{examplev1.ReasonCreateFailed, fmt.Errorf("creating Deployment %s: %w", want.Name, err)}
@@ -151,7 +168,7 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// Step 5: report what happened: a Warning Event for a failure, and the
 	// status (conditions and observedGeneration) from the Deployment seen.
 	if failure != nil {
-		r.Recorder.Eventf(&l, nil, corev1.EventTypeWarning, EventReasonFailed, "Reconcile", "%v", failure)
+		recordFailure(r.Recorder, &l, "Reconcile", "%v", failure)
 	}
 	have := &d // the Deployment the Logger controls: none created, or someone else's, is nil
 	if !metav1.IsControlledBy(&d, &l) {
@@ -186,19 +203,60 @@ func checkSpec(s examplev1.LoggerSpec) error {
 }
 
 // writeStatus sends the difference between the Logger's status and want as
-// a JSON merge patch to loggers/status, as for tickets
-// (flightticket_controller.go), and reports whether it wrote.
+// a JSON merge patch to loggers/status, with the resourceVersion of the
+// cached copy, as for tickets (flightticket_controller.go says why), and
+// reports whether it wrote.
 func (r *LoggerReconciler) writeStatus(ctx context.Context, l *examplev1.Logger, want examplev1.LoggerStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(l.Status, want) {
 		return false, nil
 	}
-	patch := client.MergeFrom(l.DeepCopy())
+	patch := client.MergeFromWithOptions(l.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	l.Status = want
 	if err := r.Status().Patch(ctx, l, patch); err != nil {
 		return false, fmt.Errorf("writing status: %w", err)
 	}
 	logf.FromContext(ctx).Info("status written", "state", want.State)
 	return true, nil
+}
+
+// loggerGone asks the API server whether l is gone, or being deleted: then
+// its Deployment must not be made again.
+func (r *LoggerReconciler) loggerGone(ctx context.Context, l *examplev1.Logger) (bool, error) {
+	var live examplev1.Logger
+	err := r.Reader.Get(ctx, client.ObjectKeyFromObject(l), &live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, err
+	case live.UID == l.UID && live.DeletionTimestamp.IsZero():
+		return false, nil
+	}
+	logf.FromContext(ctx).Info("the Logger is gone or going; not making its deployment")
+	return true, nil
+}
+
+// claim deals with a create of want refused as AlreadyExists. It reads the
+// Deployment from the API server into d. One controlled by l is ours: made
+// a moment ago, or with the managed-by label removed, which took it out of
+// the cache. repairPatch puts the labels back (and the cache with them) and
+// the spec right. Any other is someone else's, never taken over: a failure,
+// retried with backoff in case it goes away.
+func (r *LoggerReconciler) claim(ctx context.Context, l *examplev1.Logger, want, d *appsv1.Deployment) (*deploymentFailure, error) {
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(want), d); err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(d, l) {
+		return &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("a Deployment named %s exists and is not this Logger's; not touching it", want.Name)}, nil
+	}
+	if labels.SelectorFromSet(want.Labels).Matches(labels.Set(d.Labels)) && !deploymentDrifted(d, want) {
+		return nil, nil // made a moment ago: its event is on the way
+	}
+	if err := r.Patch(ctx, d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
+		return &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("updating Deployment %s: %w", want.Name, err)}, nil
+	}
+	r.Recorder.Eventf(l, d, corev1.EventTypeNormal, EventReasonUpdated, "Update", "Deployment %s repaired", d.Name)
+	logf.FromContext(ctx).Info("repaired deployment", "deployment", want.Name)
+	return nil, nil
 }
 
 // adopt makes the Logger the controller of d, a Deployment that carries our

@@ -45,10 +45,18 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
+// testClient is the operator's view of a fake API server: the embedded
+// client reads as the Manager's cache does, and Live reads the API server
+// itself, as mgr.GetAPIReader() does.
+type testClient struct {
+	client.Client
+	Live client.Reader
+}
+
 // newClient is a fake client holding objs, with status subresources as in
 // the CRDs, whose writes are counted in *writes, and funcs (optional)
 // standing in for the API server's answers.
-func newClient(t *testing.T, writes *int, funcs interceptor.Funcs, objs ...client.Object) client.Client {
+func newClient(t *testing.T, writes *int, funcs interceptor.Funcs, objs ...client.Object) *testClient {
 	count := func() {
 		if writes != nil {
 			*writes++
@@ -56,15 +64,28 @@ func newClient(t *testing.T, writes *int, funcs interceptor.Funcs, objs ...clien
 	}
 	inner := funcs
 	managed, _ := labels.Parse(managedBySelector)
+	holds, _ := labels.Parse(seatHoldSelector)
 	funcs = interceptor.Funcs{
 		// Like the Manager's cache (CacheByObject), reads do not see
-		// Deployments without the managed-by label.
+		// Deployments without the managed-by label, nor ConfigMaps that are
+		// not seat holds of the ledger namespace.
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-			if err := c.Get(ctx, key, o, opts...); err != nil {
+			if inner.Get != nil {
+				if err := inner.Get(ctx, c, key, o, opts...); err != nil {
+					return err
+				}
+			} else if err := c.Get(ctx, key, o, opts...); err != nil {
 				return err
 			}
-			if _, ok := o.(*appsv1.Deployment); ok && !managed.Matches(labels.Set(o.GetLabels())) {
-				return apierrors.NewNotFound(appsv1.Resource("deployments"), key.Name)
+			switch o.(type) {
+			case *appsv1.Deployment:
+				if !managed.Matches(labels.Set(o.GetLabels())) {
+					return apierrors.NewNotFound(appsv1.Resource("deployments"), key.Name)
+				}
+			case *corev1.ConfigMap:
+				if key.Namespace != ledgerNS || !holds.Matches(labels.Set(o.GetLabels())) {
+					return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+				}
 			}
 			return nil
 		},
@@ -81,14 +102,10 @@ func newClient(t *testing.T, writes *int, funcs interceptor.Funcs, objs ...clien
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
 			count()
-			return c.Patch(ctx, o, p, opts...)
-		},
-		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			count()
-			if inner.Apply != nil {
-				return inner.Apply(ctx, c, o, opts...)
+			if inner.Patch != nil {
+				return inner.Patch(ctx, c, o, p, opts...)
 			}
-			return c.Apply(ctx, o, opts...)
+			return c.Patch(ctx, o, p, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
 			count()
@@ -99,12 +116,16 @@ func newClient(t *testing.T, writes *int, funcs interceptor.Funcs, objs ...clien
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			count()
+			if inner.SubResourcePatch != nil {
+				return inner.SubResourcePatch(ctx, c, sub, o, p, opts...)
+			}
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		},
 	}
-	return fake.NewClientBuilder().WithScheme(testScheme(t)).
+	server := fake.NewClientBuilder().WithScheme(testScheme(t)).
 		WithStatusSubresource(&flightsv1.FlightTicket{}, &examplev1.Logger{}).
-		WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
+		WithObjects(objs...).Build()
+	return &testClient{Client: interceptor.NewClient(server, funcs), Live: server}
 }
 
 func request(ns, name string) ctrl.Request {
@@ -128,9 +149,9 @@ func testTicket() *flightsv1.FlightTicket {
 	}
 }
 
-func ticketReconciler(c client.Client) (*FlightTicketReconciler, *events.FakeRecorder) {
+func ticketReconciler(c *testClient) (*FlightTicketReconciler, *events.FakeRecorder) {
 	rec := events.NewFakeRecorder(10)
-	return &FlightTicketReconciler{Client: c, Ledger: &SeatLedger{Client: c, Namespace: ledgerNS}, Recorder: rec}, rec
+	return &FlightTicketReconciler{Client: c, Ledger: &SeatLedger{Client: c, Reader: c.Live, Namespace: ledgerNS}, Recorder: rec}, rec
 }
 
 func getTicket(t *testing.T, c client.Client) *flightsv1.FlightTicket {
@@ -142,10 +163,10 @@ func getTicket(t *testing.T, c client.Client) *flightsv1.FlightTicket {
 	return &got
 }
 
-func getHold(t *testing.T, c client.Client) (*corev1.ConfigMap, error) {
+func getHold(t *testing.T, c *testClient) (*corev1.ConfigMap, error) {
 	t.Helper()
 	var cm corev1.ConfigMap
-	err := c.Get(t.Context(), types.NamespacedName{Namespace: ledgerNS, Name: "lab.t"}, &cm)
+	err := c.Live.Get(t.Context(), types.NamespacedName{Namespace: ledgerNS, Name: "lab.t"}, &cm)
 	return &cm, err
 }
 
@@ -292,8 +313,11 @@ func TestReleaseFailureKeepsTheTicket(t *testing.T) {
 // When the seats cannot be held, the ticket is not Booked and is Degraded.
 func TestHoldFailureIsDegraded(t *testing.T) {
 	c := newClient(t, nil, interceptor.Funcs{
-		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-			return apierrors.NewServiceUnavailable("ledger closed")
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			if _, ok := o.(*corev1.ConfigMap); ok {
+				return apierrors.NewServiceUnavailable("ledger closed")
+			}
+			return c.Create(ctx, o, opts...)
 		},
 	}, testTicket())
 	r, rec := ticketReconciler(c)
@@ -321,7 +345,7 @@ func TestDeletedFlightTicketIsNotAnError(t *testing.T) {
 }
 
 func TestHoldName(t *testing.T) {
-	tk := testTicket()
+	tk := types.NamespacedName{Namespace: "lab", Name: "t"}
 	if got := holdName(tk); got != "lab.t" {
 		t.Errorf("holdName = %q, want lab.t", got)
 	}
@@ -330,7 +354,7 @@ func TestHoldName(t *testing.T) {
 	if len(got) > 253 || strings.Contains(got, ".-") || !strings.HasPrefix(got, "lab.aaa") {
 		t.Errorf("holdName of a long name = %q (%d characters)", got, len(got))
 	}
-	other := tk.DeepCopy()
+	other := tk
 	other.Name = strings.Repeat("a", 250) + ".c"
 	if holdName(other) == got {
 		t.Error("two long names that differ only at the end share a hold")
@@ -339,9 +363,9 @@ func TestHoldName(t *testing.T) {
 
 // ---------------------------------------------------------------- Logger ---
 
-func loggerReconciler(c client.Client) (*LoggerReconciler, *events.FakeRecorder) {
+func loggerReconciler(c *testClient) (*LoggerReconciler, *events.FakeRecorder) {
 	rec := events.NewFakeRecorder(10)
-	return &LoggerReconciler{Client: c, Image: "busybox:1.37", Recorder: rec}, rec
+	return &LoggerReconciler{Client: c, Reader: c.Live, Image: "busybox:1.37", Recorder: rec}, rec
 }
 
 func getLogger(t *testing.T, c client.Client) *examplev1.Logger {
@@ -517,5 +541,62 @@ func TestLoggerBeingDeletedIsLeftToTheGarbageCollector(t *testing.T) {
 	}
 	if writes != 0 {
 		t.Errorf("%d writes for a Logger being deleted, want 0", writes)
+	}
+}
+
+// A Logger still in a lagging cache, already deleted on the API server (its
+// Deployment's delete event from the garbage collector came first): no
+// Deployment is made for it.
+func TestDeletedLoggerInALaggingCacheGetsNoDeployment(t *testing.T) {
+	logger := testLogger()
+	logger.UID = "uid-1"
+	c := newClient(t, nil, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if l, ok := o.(*examplev1.Logger); ok {
+				logger.DeepCopyInto(l) // the cache has not seen the delete
+				return nil
+			}
+			return c.Get(ctx, key, o, opts...)
+		},
+	}) // the API server holds no Logger
+	r, _ := loggerReconciler(c)
+	if _, err := r.Reconcile(t.Context(), request("lab", "heartbeat")); err != nil {
+		t.Fatal(err)
+	}
+	var all appsv1.DeploymentList
+	if err := c.List(t.Context(), &all); err != nil || len(all.Items) != 0 {
+		t.Errorf("Deployments %v (%v), want none: its Logger is gone", all.Items, err)
+	}
+}
+
+// Our own Deployment with the managed-by label removed has left the cache:
+// the create is refused as AlreadyExists, and the Deployment, still
+// controlled by the Logger, gets its labels back rather than being left
+// alone.
+func TestOwnDeploymentWithoutItsLabelIsRepaired(t *testing.T) {
+	logger := testLogger()
+	logger.UID = "uid-1"
+	c := newClient(t, nil, interceptor.Funcs{}, logger)
+	r, rec := loggerReconciler(c)
+	if _, err := r.Reconcile(t.Context(), request("lab", "heartbeat")); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(rec)
+	d := getDeployment(t, c)
+	delete(d.Labels, managedByLabel)
+	if err := c.Update(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(t.Context(), request("lab", "heartbeat")); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if got := getDeployment(t, c).Labels[managedByLabel]; got != managedBy {
+		t.Errorf("label %s=%q, want %q back", managedByLabel, got, managedBy)
+	}
+	if s := conditionStatus(getLogger(t, c), examplev1.ConditionDegraded); s != "False/AsExpected" {
+		t.Errorf("Degraded = %s, want False/AsExpected", s)
+	}
+	if e := nextEvent(rec); !strings.HasPrefix(e, "Normal Updated Deployment logger-heartbeat repaired") {
+		t.Errorf("event = %q", e)
 	}
 }
