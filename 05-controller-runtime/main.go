@@ -10,6 +10,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
@@ -113,8 +114,13 @@ func main() {
 	opts := ctrl.Options{
 		Scheme: scheme,
 		// HTTPS (self-signed), only for callers the API server authenticates
-		// and allows to GET /metrics, as kubebuilder scaffolds it.
-		Metrics:                metricsserver.Options{BindAddress: *metricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization},
+		// and allows to GET /metrics, and HTTP/1.1 only, as kubebuilder
+		// scaffolds it: controller-runtime offers HTTP/2 unless told not to,
+		// and a scraper needs nothing HTTP/2 adds.
+		Metrics: metricsserver.Options{
+			BindAddress: *metricsAddr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization,
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+		},
 		HealthProbeBindAddress: *probeAddr,
 
 		LeaderElection:          *leaderElect,

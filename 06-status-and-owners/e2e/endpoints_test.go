@@ -65,6 +65,15 @@ func TestEndpoints(t *testing.T) {
 			if code, _ := get(context.Background(), "http://"+metrics+"/metrics"); code == http.StatusOK {
 				t.Errorf("/metrics answered plain HTTP with 200; it must be HTTPS only")
 			}
+			// A client that offers HTTP/2 gets HTTP/1.1.
+			conn, err := tls.Dial("tcp", metrics, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := conn.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+				t.Errorf("/metrics negotiated %q with a client offering h2 and http/1.1, want http/1.1", p)
+			}
+			_ = conn.Close() // nothing was sent on it
 			// The ticket was reconciled successfully at least once.
 			harness.Eventually(t, converge, "a reconcile counted in /metrics", func(ctx context.Context) (bool, string, error) {
 				_, body := getWithToken(ctx, url, reader)

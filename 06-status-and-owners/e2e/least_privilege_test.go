@@ -32,8 +32,9 @@ import (
 // but the RBAC controller-gen generated from the +kubebuilder:rbac markers
 // (config/rbac/role.yaml): if a marker were missing, some request would be
 // forbidden and a check would fail. And it shows the account cannot read
-// what the code never needs, such as Secrets, or even the ConfigMaps it
-// writes the seat holds into.
+// what the code never needs, such as Secrets, or ConfigMaps outside its
+// ledger, and that the API server answers every row of docs/reliability.md's
+// table of the account's permissions as the table says.
 func TestLeastPrivilege(t *testing.T) {
 	c, err := harness.NewClients(harness.Env().EnvConf().Client().RESTConfig())
 	if err != nil {
@@ -59,6 +60,18 @@ func TestLeastPrivilege(t *testing.T) {
 
 	t.Run("it authenticates as the ServiceAccount, and serves /metrics as it", func(t *testing.T) {
 		harness.Env().Test(t, identityAndMetrics(sa))
+	})
+
+	t.Run("the API server answers every row of docs/reliability.md as it says", func(t *testing.T) {
+		rows := documentedPermissions(t)
+		for _, r := range rows {
+			for _, verb := range r.verbs {
+				if got := allowed(t, c, sa, verb, r.group, r.resource, r.namespace(sa)); got != r.allowed {
+					t.Errorf("docs/reliability.md says %s %s in %s: allowed=%v; the API server answers %v", verb, r.cell, r.where, r.allowed, got)
+				}
+			}
+		}
+		t.Logf("%d rows of docs/reliability.md checked", len(rows))
 	})
 
 	t.Run("it cannot read Secrets, nor ConfigMaps outside its ledger", func(t *testing.T) {
@@ -284,13 +297,15 @@ func allowed(t *testing.T, c *harness.Clients, sa *operatorAccount, verb, group,
 }
 
 // mayDo asks the API server, with a SubjectAccessReview, whether user (a
-// member of groups) may do verb on resource in ns ("" for cluster-wide).
+// member of groups) may do verb on resource ("loggers", or with a
+// subresource "loggers/status") in ns ("" for cluster-wide).
 func mayDo(ctx context.Context, c *harness.Clients, user string, groups []string, verb, group, resource, ns string) (bool, error) {
+	resource, sub, _ := strings.Cut(resource, "/")
 	sar, err := c.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: groups,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: ns, Verb: verb, Group: group, Resource: resource,
+				Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub,
 			},
 		},
 	}, metav1.CreateOptions{})
@@ -393,4 +408,66 @@ func identityAndMetrics(sa *operatorAccount) features.Feature {
 			return ctx
 		}).
 		Feature()
+}
+
+// permission is one row of the table "What the operator's account can do"
+// in docs/reliability.md.
+type permission struct {
+	verbs           []string
+	cell            string // the resource as written: configmaps, loggers.example.com/status
+	group, resource string // resource may end in /subresource
+	where           string // "every namespace", "its own namespace" or "another namespace"
+	allowed         bool
+}
+
+// namespace is where the row asks, for the account sa: its own namespace
+// (where its Roles are bound), default, or all namespaces ("").
+func (p permission) namespace(sa *operatorAccount) string {
+	switch p.where {
+	case "its own namespace":
+		return sa.namespace
+	case "another namespace":
+		return "default"
+	}
+	return ""
+}
+
+// documentedPermissions reads the table. A row it cannot read fails the
+// test, so the table cannot drift into a shape nobody checks.
+func documentedPermissions(t *testing.T) []permission {
+	t.Helper()
+	b, err := os.ReadFile(harness.RepoPath("docs", "reliability.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## What the operator's account can do\n")
+	if !ok {
+		t.Fatal(`docs/reliability.md has no section "What the operator's account can do"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var rows []permission
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if !strings.HasPrefix(line, "|") || cells[0] == "verbs" || strings.HasPrefix(cells[0], "---") {
+			continue
+		}
+		if len(cells) < 4 || (cells[3] != "yes" && cells[3] != "no") ||
+			!slices.Contains([]string{"every namespace", "its own namespace", "another namespace"}, cells[2]) {
+			t.Fatalf("docs/reliability.md: cannot read the row %q (want: verbs | resource | every/its own/another namespace | yes or no | why)", line)
+		}
+		p := permission{cell: strings.Trim(cells[1], "`"), where: cells[2], allowed: cells[3] == "yes"}
+		name, sub, _ := strings.Cut(p.cell, "/")
+		p.resource, p.group, _ = strings.Cut(name, ".")
+		if sub != "" {
+			p.resource += "/" + sub
+		}
+		for _, v := range strings.Split(cells[0], ",") {
+			p.verbs = append(p.verbs, strings.TrimSpace(v))
+		}
+		rows = append(rows, p)
+	}
+	if len(rows) == 0 {
+		t.Fatal("docs/reliability.md: the table of the account's permissions has no rows")
+	}
+	return rows
 }

@@ -115,6 +115,31 @@ func TestStatusSubresource(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("the operator writes its own status back over one written by someone else", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// A status-only update reaches Reconcile (no predicate drops
+			// it), which finds the status wrong and writes it again.
+			harness.Eventually(t, converge, "the booking message back", func(ctx context.Context) (bool, string, error) {
+				msg, _, _ := unstructured.NestedString(get(t).Object, "status", "message")
+				return msg == "Booked 3 seat(s) from Oslo to Bergen", "status.message " + strconv.Quote(msg), nil
+			})
+			loggers := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS)
+			if _, err := loggers.Create(ctx, newLoggerObject("echo", 1), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitCondition(t, w, loggerGVR, "echo", "Available", "True", "MinimumReplicasAvailable")
+			if _, err := loggers.Patch(ctx, "echo", types.MergePatchType, []byte(`{"status":{"state":"Unavailable"}}`), metav1.PatchOptions{}, "status"); err != nil {
+				t.Fatal(err)
+			}
+			harness.Eventually(t, converge, "the Logger's state back", func(ctx context.Context) (bool, string, error) {
+				u, err := loggers.Get(ctx, "echo", metav1.GetOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				state, _, _ := unstructured.NestedString(u.Object, "status", "state")
+				return state == "Available", "status.state " + state, nil
+			})
+			return ctx
+		}).
 		Assess("a user with the generated editor role may edit tickets, and gets 403 on their status", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			alice := impersonated(t, w, "alice", "flightticket_editor_role.yaml")
 			if _, err := alice.Patch(ctx, "split", types.MergePatchType, []byte(`{"spec":{"number":4}}`), metav1.PatchOptions{}); err != nil {
