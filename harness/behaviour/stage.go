@@ -38,12 +38,11 @@ type Stage struct {
 	// deletes its tickets with an operator running before its namespace is
 	// deleted, which could otherwise never finish (ReleaseTicketsAtCleanup).
 	TicketFinalizer bool
-	// StaleWritesConflict: the operator writes a Logger's status with an
-	// Update that carries the resourceVersion it read (stages 04 and 05,
-	// where the status is part of the object), so a write from a stale copy
-	// is answered 409 Conflict, and must be sent again. Stage 06 sends a
-	// merge patch to /status without a resourceVersion, which the API server
-	// applies to whatever is stored: it cannot conflict.
+	// StaleWritesConflict: the operator's write of a Logger's status carries
+	// the resourceVersion it read, so a write from a stale copy is answered
+	// 409 Conflict, and must be sent again: an Update of the whole object in
+	// stages 04 and 05, where the status is part of the object, and a merge
+	// patch of /status with the resourceVersion in stage 06.
 	StaleWritesConflict bool
 	// Conditions: the operator reports status conditions (stage 06): a
 	// Logger whose Deployment the API server keeps refusing is Degraded.

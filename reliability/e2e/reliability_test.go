@@ -39,7 +39,7 @@ var stages = []stageRun{
 	{"05-controller-runtime", "05-controller-runtime/config/crd", behaviour.Stage{Package: "./05-controller-runtime", Args: noEndpoints, StaleWritesConflict: true}},
 	// Stage 06's tickets carry a finalizer: the suite has an operator
 	// release them before a scenario's namespace is deleted.
-	{"06-status-and-owners", "06-status-and-owners/config/crd", behaviour.Stage{Package: "./06-status-and-owners", Args: noEndpoints, TicketFinalizer: true, Conditions: true}},
+	{"06-status-and-owners", "06-status-and-owners/config/crd", behaviour.Stage{Package: "./06-status-and-owners", Args: noEndpoints, TicketFinalizer: true, Conditions: true, StaleWritesConflict: true}},
 }
 
 // Watch expiry is the one scenario stages 02 and 03 must survive too: 02
