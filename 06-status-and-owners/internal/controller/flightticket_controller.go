@@ -54,8 +54,10 @@ type FlightTicketReconciler struct {
 // three of those matter here: a finalizer stripped by hand, the periodic
 // resync, and the event of the operator's own status write, which is what
 // catches a status decided from a cache that had not yet seen the write
-// before it (writeStatus). The reconcile such an event starts finds the
-// ticket as it should be and writes nothing. While a write keeps failing
+// before it (writeStatus). An event that changes nothing the operator
+// decides (its own status write, a resync) costs a reconcile that reads the
+// cache and writes nothing; a stripped finalizer or a wrong status is
+// written back. While a write keeps failing
 // with the same error, the Degraded status is written once, and its event
 // costs one early retry; the retries after it back off.
 func (r *FlightTicketReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {

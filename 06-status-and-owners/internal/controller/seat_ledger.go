@@ -40,8 +40,9 @@ import (
 // A write never lands on a ConfigMap by name alone: a hold is made with a
 // create, which the API server refuses when the name is taken; a hold is
 // changed with a patch that carries the resourceVersion read, and deleted
-// with its UID as a precondition. A ConfigMap that is not a seat hold is
-// never changed or deleted.
+// with its UID and resourceVersion as preconditions: only if it is still
+// the object read, unchanged. A ConfigMap that is not a seat hold is never
+// changed or deleted.
 //
 // The permissions are a Role in the ledger namespace. get: on a create
 // refused as AlreadyExists, the one read that goes to the API server (see
@@ -112,7 +113,8 @@ func (l *SeatLedger) Hold(ctx context.Context, ticket *flightsv1.FlightTicket) (
 }
 
 // Release gives the ticket's seats back: it deletes the ticket's hold, the
-// one in the cache, with its UID as a precondition. A hold the cache does
+// one in the cache, with its UID and resourceVersion as preconditions (409
+// Conflict if it changed since: the retry reads it again). A hold the cache does
 // not hold yet (made a moment ago) is deleted when its event arrives,
 // because its ticket is gone by then. It reports whether it deleted.
 func (l *SeatLedger) Release(ctx context.Context, t types.NamespacedName) (bool, error) {
@@ -124,7 +126,7 @@ func (l *SeatLedger) Release(ctx context.Context, t types.NamespacedName) (bool,
 	if err != nil {
 		return false, err
 	}
-	err = l.Client.Delete(ctx, &have, client.Preconditions{UID: &have.UID})
+	err = l.Client.Delete(ctx, &have, client.Preconditions{UID: &have.UID, ResourceVersion: &have.ResourceVersion})
 	return err == nil, client.IgnoreNotFound(err)
 }
 
