@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,4 +146,75 @@ func waitGone(t *testing.T, what string, get func(ctx context.Context) error) {
 		}
 		return false, "still there", err
 	})
+}
+
+// seatHoldsIn lists the seat holds in a ledger namespace.
+func seatHoldsIn(ctx context.Context, c *harness.Clients, ledger string) ([]corev1.ConfigMap, error) {
+	list, err := c.Kube.CoreV1().ConfigMaps(ledger).List(ctx, metav1.ListOptions{LabelSelector: seatHolds})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// heldTickets is the "ticket" data key ("ns/name") of each hold, sorted:
+// the tickets a ledger holds seats for.
+func heldTickets(holds []corev1.ConfigMap) []string {
+	out := make([]string, 0, len(holds))
+	for _, h := range holds {
+		out = append(out, h.Data["ticket"])
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitHeldTickets waits until the ledger's seat holds are those of exactly
+// the tickets want ("ns/name"), and returns the holds.
+func waitHeldTickets(t *testing.T, c *harness.Clients, ledger string, want ...string) []corev1.ConfigMap {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	var holds []corev1.ConfigMap
+	harness.Eventually(t, converge, fmt.Sprintf("ledger %s to hold seats for exactly %v", ledger, want), func(ctx context.Context) (bool, string, error) {
+		var err error
+		if holds, err = seatHoldsIn(ctx, c, ledger); err != nil {
+			return false, "", err
+		}
+		got := heldTickets(holds)
+		return slices.Equal(got, want), fmt.Sprintf("holds for %v", got), nil
+	})
+	return holds
+}
+
+// waitHoldGone waits until the ledger has no ConfigMap at the hold name of
+// ticket ns/name.
+func waitHoldGone(t *testing.T, c *harness.Clients, ledger, ns, name string) {
+	t.Helper()
+	waitGone(t, fmt.Sprintf("seat hold %s/%s.%s", ledger, ns, name), func(ctx context.Context) error {
+		_, err := c.Kube.CoreV1().ConfigMaps(ledger).Get(ctx, ns+"."+name, metav1.GetOptions{})
+		return err
+	})
+}
+
+// waitConditions waits until the ticket's conditions have the statuses in
+// want (condition type to status), whatever their reasons, all at once.
+func waitConditions(t *testing.T, w *world, name string, want map[string]string) *unstructured.Unstructured {
+	t.Helper()
+	var got *unstructured.Unstructured
+	harness.Eventually(t, converge, fmt.Sprintf("ticket %s: conditions %v", name, want), func(ctx context.Context) (bool, string, error) {
+		u, err := w.C.Dynamic.Resource(ticketGVR).Namespace(w.NS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", client404(err)
+		}
+		got = u
+		ok := true
+		var seen []string
+		for typ, status := range want {
+			c, _ := conditionOf(u, typ)
+			ok = ok && c.Status == status
+			seen = append(seen, typ+" "+c.String())
+		}
+		slices.Sort(seen)
+		return ok, strings.Join(seen, "; "), nil
+	})
+	return got
 }
