@@ -160,9 +160,10 @@ func TestStrippedFinalizerComesBack(t *testing.T) {
 }
 
 // TestHoldsComeBackAfterLedgerWipe: deleting the ledger namespace, as
-// uninstalling the operator's namespace does, deletes every seat hold. The
-// booked tickets stay Booked and say they are Degraded while there is no
-// ledger, and every hold comes back once the namespace does.
+// uninstalling the operator's namespace does, deletes every seat hold. While
+// there is no ledger, no seat is held, and the tickets say so: Booked False,
+// Degraded True; every hold comes back once the namespace does, and the
+// tickets are Booked again.
 func TestHoldsComeBackAfterLedgerWipe(t *testing.T) {
 	var (
 		w      *world
@@ -176,10 +177,10 @@ func TestHoldsComeBackAfterLedgerWipe(t *testing.T) {
 			book(t, w, ledger, bookings...)
 			return ctx
 		}).
-		Assess("while the ledger namespace is gone, every ticket stays Booked and is Degraded", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("while the ledger namespace is gone, no ticket is Booked, and every one is Degraded", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			deleteNamespace(t, w.C, ledger)
 			for _, b := range bookings {
-				u := waitConditions(t, w, b.name, map[string]string{"Booked": "True", "Degraded": "True"})
+				u := waitConditions(t, w, b.name, map[string]string{"Booked": "False", "Degraded": "True"})
 				c, _ := conditionOf(u, "Degraded")
 				t.Logf("ticket %s: Degraded %s", b.name, c)
 			}
