@@ -118,8 +118,10 @@ start)
 	fi
 	if [[ -n $owner ]]; then
 		# A watcher in a session of its own outlives a SIGKILL of the
-		# owner and of its process group.
-		setsid nohup "$ROOT/tools/kind/dockerd.sh" watch "$owner" "$(started "$owner")" "$(cat "$PIDFILE")" </dev/null >>"$DIR/watch.log" 2>&1 &
+		# owner and of its process group. Its arguments are read here,
+		# before it forks: the owner may be gone by the time it runs.
+		since=$(started "$owner") engine=$(cat "$PIDFILE")
+		setsid nohup "$ROOT/tools/kind/dockerd.sh" watch "$owner" "$since" "$engine" </dev/null >>"$DIR/watch.log" 2>&1 &
 	fi
 	echo "export DOCKER_HOST=unix://$SOCK"
 	;;
@@ -129,7 +131,7 @@ watch)
 	# has an engine of its own). It stops the engine with what bash read
 	# when it started, and exits before reading more of this file.
 	owner=$2 since=$3 engine=$4
-	while [[ $(started "$owner") == "$since" ]] && alive "$engine"; do sleep 2; done
+	while [[ -n $since && $(started "$owner") == "$since" ]] && alive "$engine"; do sleep 2; done
 	if [[ $(cat "$PIDFILE" 2>/dev/null) == "$engine" ]]; then
 		say "process $owner has ended; stopping the kind engine it started"
 		stop_engine
