@@ -307,6 +307,9 @@ vulncheck: ## Run govulncheck (pinned; needs the internet for its database).
 	@GOBIN=$(BIN) go install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
 	@$(BIN)/govulncheck ./...
 
+# The kind suite's own engine (tools/kind/dockerd.sh) keeps its data and its
+# pid file in .state: it is stopped first, or it would run on without them.
 .PHONY: clean
 clean: lab-stop cluster-down ## Stop everything and remove .state (keeps ./bin).
+	@[ ! -d $(STATE)/kind-dockerd ] || tools/kind/dockerd.sh stop
 	@rm -rf $(STATE)

@@ -18,6 +18,12 @@
 # .state/kubeconfig is the only kubeconfig written; ~/.kube/config is never
 # touched.
 set -euo pipefail
+# .state holds the cluster's admin credentials: the kubeconfig embeds the
+# admin client key, and kwokctl keeps its pki under .state/kwok. Everything
+# this script and the tools it runs write is this account's only (umask),
+# and .state too, also where another script or an older checkout made it
+# with the usual 0755 (the chmod below).
+umask 077
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN="$ROOT/bin"
@@ -263,7 +269,7 @@ check_type() {
 
 # ---------------------------------------------------------------- main ----
 
-mkdir -p "$STATE"
+mkdir -p "$STATE" && chmod 700 "$STATE"
 cmd="${1:-}"
 case "$cmd" in
 up)

@@ -122,7 +122,13 @@ func newProvider(root string) (support.E2EClusterProvider, string, error) {
 	bin := filepath.Join(root, "bin")
 	state := filepath.Join(root, ".state")
 	name := "e2e-" + randomSuffix()
-	if err := os.MkdirAll(state, 0o755); err != nil {
+	// The clusters' kubeconfigs in .state embed their admin client keys:
+	// this account's only, as cluster/cluster.sh makes it (also where it
+	// was there already, made with the usual 0755).
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return nil, "", err
+	}
+	if err := os.Chmod(state, 0o700); err != nil {
 		return nil, "", err
 	}
 	// kwokctl and kind add a context to $KUBECONFIG (default ~/.kube/config).

@@ -67,6 +67,20 @@ stop_operator() {
 
 has_operator() { [[ -f "$ROOT/$1/main.go" ]]; }
 
+# endpoint_flags DIR: the flags that keep stage DIR's endpoints on loopback.
+# Stages 05 and 06 serve /metrics and the health probes, by default on
+# every interface (":8443", ":8081"); a lab's operator serves the learner's
+# curl on this machine, not the network. Same ports, so the labs' commands
+# work as written. Stages without those flags get none.
+endpoint_flags() {
+	local flag
+	for flag in metrics-bind-address=127.0.0.1:8443 health-probe-bind-address=127.0.0.1:8081; do
+		if grep -q "\"${flag%%=*}\"" "$ROOT/$1/main.go"; then
+			echo "--$flag"
+		fi
+	done
+}
+
 build_operator() {
 	local dir=$1
 	mkdir -p "$STATE/lab"
@@ -96,7 +110,8 @@ run)
 	install_crds "$dir"
 	has_operator "$dir" || { say "stage $dir has no operator: objects are stored and nothing acts on them. Try: make lab-1"; exit 0; }
 	say "running ./$dir in the foreground (Ctrl-C stops it)"
-	cd "$ROOT" && exec go run "./$dir" --kubeconfig "$KUBECONFIG"
+	# shellcheck disable=SC2046 # one flag a line, split on purpose
+	cd "$ROOT" && exec go run "./$dir" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir")
 	;;
 lab)
 	n=${2:?usage: lab.sh lab N}
@@ -112,8 +127,8 @@ lab)
 		log="$STATE/logs/lab-${dir%%-*}${CLUSTER_NAME:+-$CLUSTER_NAME}.log"
 		mkdir -p "$STATE/logs"
 		# LAB_OPERATOR_ARGS: more flags, as `make trace-N` passes (trace.sh).
-		# shellcheck disable=SC2086 # split into flags on purpose
-		nohup "$STATE/lab/operator-${dir%%-*}" --kubeconfig "$KUBECONFIG" ${LAB_OPERATOR_ARGS:-} >"$log" 2>&1 &
+		# shellcheck disable=SC2046,SC2086 # split into flags on purpose
+		nohup "$STATE/lab/operator-${dir%%-*}" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir") ${LAB_OPERATOR_ARGS:-} >"$log" 2>&1 &
 		echo $! >"$PIDFILE"
 		say "stage ${dir%%-*} operator running in the background (pid $!); its log: ${log#"$ROOT"/}"
 	fi

@@ -161,6 +161,10 @@ func checkLab(t *testing.T, n int, out string) {
 	if !strings.Contains(out, "logger-heartbeat") {
 		t.Errorf("make lab-%d did not show the Logger's Deployment:\n%s", n, lastLines(out, 14))
 	}
+	if n >= 5 {
+		// The Manager's endpoints: /metrics on 8443, the probes on 8081.
+		checkLoopbackOnly(t, n, pid, 8443, 8081)
+	}
 }
 
 // exercise runs make exercise-N. On a clean clone workspace/<stage> does not

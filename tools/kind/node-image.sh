@@ -18,7 +18,8 @@
 #      sigs.k8s.io/kind module (entrypoint, systemd units, containerd config)
 #   3. one image per control-plane component, named as kubeadm expects
 #      (registry.k8s.io/...), plus busybox for the Loggers (Debian's static
-#      busybox), saved into the node's containerd store, pinned
+#      busybox), saved into the node's containerd store, pinned; in the
+#      engine they are named under operator-flow/node-images/ only
 #   4. the node image, operator-flow/kind-node:KUBE_VERSION
 #
 # kindnetd is not on the Go module proxy: the node has a static CNI config
@@ -55,9 +56,15 @@ GOMODCACHE=$(go env GOMODCACHE)
 KIND_FILES="$GOMODCACHE/sigs.k8s.io/kind@$KIND_VERSION/images/base/files"
 
 [[ $(uname -s) == Linux ]] || die "the node image is built on Linux (debootstrap, chroot); elsewhere kind pulls kindest/node"
-for c in docker debootstrap gcc jq apt-get dpkg-deb; do
-	command -v "$c" >/dev/null || die "$c is missing (Debian: apt-get install docker.io debootstrap gcc jq)"
+for c in docker debootstrap gpgv gcc jq; do
+	command -v "$c" >/dev/null || die "$c is missing (Debian: apt-get install docker.io debootstrap gpgv gcc jq)"
 done
+# debootstrap fetches over plain HTTP and checks the suite's Release file
+# against this keyring (then each package against the Release file's
+# checksums). Without the keyring it would only warn, and go on unchecked.
+# DEBIAN_KEYRING: where it is, when not where Debian's package puts it.
+KEYRING=${DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
+[[ -f $KEYRING ]] || die "$KEYRING is missing, and debootstrap needs it to check what it downloads (Debian, Ubuntu: apt-get install debian-archive-keyring)"
 
 # The checksum of everything the image is made from.
 STAMP=$(cat "$ROOT/tools/versions.mk" "$ROOT"/tools/kind/* "$ROOT/tools/kube/go.sum" "$ROOT/tools/etcd/go.sum" | cksum | awk '{print $1}')
@@ -94,13 +101,16 @@ fi
 # The same packages kind's base image installs (images/base/Dockerfile),
 # minus the ones for storage kinds no test uses; runc and the CNI plugins
 # come from Debian too. bookworm: its systemd 252 still runs on cgroup v1.
-if [[ ! -f "$ROOTFS/.debootstrapped" ]]; then
+# busybox-static is the Loggers' image (below), from the same suite.
+# --force-check-gpg: stop, rather than go on unchecked, should the keyring
+# not verify the Release file.
+PACKAGES=systemd,systemd-sysv,dbus,iptables,nftables,conntrack,iproute2,ethtool,util-linux,mount,kmod,procps,libseccomp2,ca-certificates,jq,runc,containernetworking-plugins,socat,ebtables,bash,e2fsprogs,busybox-static
+if [[ $(cat "$ROOTFS/.debootstrapped" 2>/dev/null) != "$DEBIAN_SUITE $PACKAGES" ]]; then
 	step "debootstrap $DEBIAN_SUITE into ${ROOTFS#"$ROOT"/}"
 	rm -rf "$ROOTFS"
-	debootstrap --variant=minbase \
-		--include=systemd,systemd-sysv,dbus,iptables,nftables,conntrack,iproute2,ethtool,util-linux,mount,kmod,procps,libseccomp2,ca-certificates,jq,runc,containernetworking-plugins,socat,ebtables,bash,e2fsprogs \
+	debootstrap --variant=minbase --force-check-gpg --keyring="$KEYRING" --include="$PACKAGES" \
 		"$DEBIAN_SUITE" "$ROOTFS" http://deb.debian.org/debian
-	touch "$ROOTFS/.debootstrapped"
+	echo "$DEBIAN_SUITE $PACKAGES" >"$ROOTFS/.debootstrapped"
 fi
 
 step "adding kind's files and the binaries to the rootfs"
@@ -132,12 +142,18 @@ echo "$KUBE_VERSION" >"$ROOTFS/kind/version"
 	jq 'del(.process.rlimits)' >"$ROOTFS/etc/containerd/cri-base.json"
 
 # -------------------------------------------------------------- images ---
-# scratch_image NAME DIR [ENTRYPOINT-JSON]: an image of DIR's files.
+# The node's containerd needs these images under the names kubeadm and the
+# Loggers use (registry.k8s.io/..., docker.io/library/busybox:1.37). In the
+# engine DOCKER_HOST names, which may be the machine's own, those names may
+# be another project's images: there they are named under STAGED only, and
+# take their real names inside the node's containerd (below).
+STAGED=operator-flow/node-images
+# scratch_image NAME DIR [ENTRYPOINT-JSON]: an image of DIR's files, STAGED/NAME.
 scratch_image() {
 	local name=$1 dir=$2 entry=${3:-}
 	local change=(--change 'ENV PATH=/usr/local/bin:/usr/bin:/bin')
 	[[ -z $entry ]] || change+=(--change "ENTRYPOINT $entry")
-	tar -C "$dir" -c . | docker import "${change[@]}" - "$name" >/dev/null
+	tar -C "$dir" -c . | docker import "${change[@]}" - "$STAGED/$name" >/dev/null
 }
 step "building the images kubeadm and the tests use"
 rm -rf "$IMAGES" && mkdir -p "$IMAGES"
@@ -156,6 +172,7 @@ name=$(grep '/coredns:' <<<"$list") && scratch_image "$name" "$IMAGES/coredns" '
 mkdir -p "$IMAGES/pause" && cp "$B/pause" "$IMAGES/pause/"
 # kubeadm's pause tag, and the one kind's containerd config names.
 for name in $(grep '/pause:' <<<"$list") registry.k8s.io/pause:3.10; do
+	[[ " ${names[*]} " != *" $name "* ]] || continue
 	scratch_image "$name" "$IMAGES/pause" '["/pause"]' && names+=("$name")
 done
 # kube-proxy needs iptables and friends: the node's own rootfs, plus it.
@@ -163,15 +180,18 @@ tar -C "$ROOTFS" -c . | docker import - operator-flow/kind-rootfs:"$STAMP" >/dev
 mkdir -p "$IMAGES/kube-proxy" && cp "$B/kube-proxy" "$IMAGES/kube-proxy/"
 printf 'FROM operator-flow/kind-rootfs:%s\nCOPY kube-proxy /usr/local/bin/kube-proxy\n' "$STAMP" >"$IMAGES/kube-proxy/Dockerfile"
 name="registry.k8s.io/kube-proxy:$KUBE_VERSION"
-docker build -q -t "$name" "$IMAGES/kube-proxy" >/dev/null && names+=("$name")
+docker build -q -t "$STAGED/$name" "$IMAGES/kube-proxy" >/dev/null && names+=("$name")
 # The Loggers' image: Debian's static busybox under the name the operators
 # use by default (busybox:1.37; Debian's is older, and does the same here).
-(cd "$IMAGES" && apt-get download busybox-static >/dev/null && dpkg-deb -x busybox-static_*.deb busybox)
+# Its version is the suite's, recorded in the node image's labels.
+BUSYBOX_VERSION=$(chroot "$ROOTFS" dpkg-query -W -f '${Version}' busybox-static)
+say "busybox: Debian $DEBIAN_SUITE's busybox-static $BUSYBOX_VERSION"
+mkdir -p "$IMAGES/busybox/bin" && cp "$ROOTFS/bin/busybox" "$IMAGES/busybox/bin/"
 for a in $("$IMAGES/busybox/bin/busybox" --list); do
 	[[ -e "$IMAGES/busybox/bin/$a" ]] || ln -s busybox "$IMAGES/busybox/bin/$a"
 done
 name=docker.io/library/busybox:1.37 && scratch_image "$name" "$IMAGES/busybox" '["/bin/sh"]' && names+=("$name")
-docker save -o "$OUT/images.tar" "${names[@]}"
+docker save -o "$OUT/images.tar" "${names[@]/#/$STAGED/}"
 
 # ---------------------------------------------------------------- node ---
 step "assembling $IMAGE: the rootfs, with the images in its containerd store"
@@ -184,14 +204,21 @@ docker run -d --init --name "$builder" --privileged --entrypoint sleep operator-
 trap 'docker rm -f "$builder" >/dev/null 2>&1 || true' EXIT
 docker cp "$OUT/images.tar" "$builder:/images.tar"
 # --no-unpack, as kind does: only the content store is filled here; the
-# node unpacks on first use, on its own /var volume.
+# node unpacks on first use, on its own /var volume. Then each image takes
+# its real name (tag --local keeps the pinned label) and loses the staged one.
 docker exec "$builder" sh -c '
+	set -e
+	staged=$1 && shift
 	mkdir -p /run/containerd && (containerd >/tmp/containerd.log 2>&1 &)
 	for i in $(seq 30); do ctr version >/dev/null 2>&1 && break; sleep 1; done
 	ctr -n k8s.io images import --label io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests /images.tar >/dev/null
+	for name in "$@"; do
+		ctr -n k8s.io images tag --local "docker.io/$staged/$name" "$name" >/dev/null
+		ctr -n k8s.io images rm "docker.io/$staged/$name" >/dev/null
+	done
 	ctr -n k8s.io images ls -q
-	pkill containerd; while pgrep -x containerd >/dev/null; do sleep 0.2; done; rm -f /images.tar'
+	pkill containerd; while pgrep -x containerd >/dev/null; do sleep 0.2; done; rm -f /images.tar' sh "$STAGED" "${names[@]}"
 docker commit --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' \
-	--change "LABEL operator-flow.stamp=$STAMP" "$builder" "$IMAGE" >/dev/null
+	--change "LABEL operator-flow.stamp=$STAMP" --change "LABEL operator-flow.busybox-static=$BUSYBOX_VERSION" "$builder" "$IMAGE" >/dev/null
 docker rm -f "$builder" >/dev/null
 step "$IMAGE built in $((SECONDS - total))s"

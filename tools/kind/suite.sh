@@ -70,7 +70,9 @@ trap 'exit 130' INT TERM
 if needs_own_engine; then
 	say "this machine's capability bounding set lacks CAP_SYS_RESOURCE, which Docker asks for every --privileged container: starting an engine of the suite's own (tools/kind/dockerd.sh)"
 	own_engine=1
-	tools/kind/dockerd.sh start >&2
+	# With this shell's pid: should this shell be killed (a CI timeout's
+	# SIGKILL runs no trap), the engine is stopped all the same.
+	tools/kind/dockerd.sh start $$ >&2
 	eval "$(tools/kind/dockerd.sh env)"
 fi
 make -s docker-check
