@@ -40,12 +40,13 @@ import (
 // work it could undo. Stage 06 is killed during a seat-hold write and during
 // a release, the writes of its own that a late arrival can turn into a stray
 // or a lost hold (killDuringHold, killDuringRelease); the other stages, and
-// 06's first kill, during whatever write comes next (killMidCreate).
+// 06's first kill, during whatever write to an object comes next
+// (killMidCreate).
 func killedMidBatch(s Stage, scale int) features.Feature {
 	var k *killRun
 	kills := []func(*testing.T, *killRun, int){killMidCreate, killMidCreate, killMidCreate}
 	if s.TicketFinalizer {
-		kills = []func(*testing.T, *killRun, int){killDuringHold, killMidCreate, killDuringRelease}
+		kills = []func(*testing.T, *killRun, int){killMidCreate, killDuringHold, killDuringRelease}
 	}
 	return features.New(fmt.Sprintf("killed 3 times while %d tickets and %d Loggers converge", scale, scale)).
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -161,11 +162,11 @@ func (k *killRun) waitProgress(t *testing.T, target int) {
 }
 
 // kill SIGKILLs the running operator once tr holds its write, and checks
-// that the process had done work: it made an accepted write, and the batch
-// moved on since the kill before. pending: the kill must also land before
-// every object converged (a kill during a release proves its point whether
-// or not other objects are still pending).
-func (k *killRun) kill(t *testing.T, tr *trap, what string, pending bool) {
+// that the process had made an accepted write. midBatch: it must also have
+// moved the batch on since the kill before, and the kill must land before
+// every object converged. (A kill during a release proves its point whether
+// or not other objects are still pending.)
+func (k *killRun) kill(t *testing.T, tr *trap, what string, midBatch bool) {
 	t.Helper()
 	k.kills++
 	harness.Eventually(t, converge, fmt.Sprintf("operator %d to send %s", k.kills, what), func(context.Context) (bool, string, error) {
@@ -185,10 +186,10 @@ func (k *killRun) kill(t *testing.T, tr *trap, what string, pending bool) {
 	}
 	wrote := len(k.p.requests(succeededWrite(k.started)))
 	t.Logf("SIGKILLed operator %d during %s (%s held) with %d of %d objects converged (%d more than at the kill before; it made %d accepted writes); starting a new one", k.kills, what, tr.path, done, k.total(), done-k.last, wrote)
-	if pending && done >= k.total() {
+	if midBatch && done >= k.total() {
 		t.Errorf("kill %d landed after every object had converged: it proves nothing. The proxy holds each write %v; raise killWriteDelay", k.kills, killWriteDelay)
 	}
-	if wrote == 0 || done <= k.last {
+	if wrote == 0 || midBatch && done <= k.last {
 		t.Errorf("operator %d made %d writes and moved the batch from %d to %d converged before it was killed: it did no work", k.kills, wrote, k.last, done)
 	}
 	k.last = done
@@ -209,7 +210,6 @@ func (k *killRun) land(t *testing.T, tr *trap, what string) {
 // Event) is held, and that write lands once the new process has had a write
 // accepted.
 func killMidCreate(t *testing.T, k *killRun, target int) {
-	t.Helper()
 	k.waitProgress(t, target)
 	tr := k.p.setTrap(func(r *http.Request) bool { return isWrite(r.Method) && !strings.Contains(r.URL.Path, "/events") })
 	k.kill(t, tr, "a write", true)
@@ -222,18 +222,21 @@ func killMidCreate(t *testing.T, k *killRun, target int) {
 }
 
 // killDuringHold: the kill lands while a ticket's seat-hold write is held
-// (stage 06). While no operator runs, the ticket is deleted; the new process
+// (stage 06). One more ticket is created first, so that a seat-hold write is
+// sure to come even when the batch's tickets are all booked. While no
+// operator runs, the ticket whose hold was held is deleted; the new process
 // releases it (it has no hold yet) and lets it go. Then the dead process's
 // hold lands, and creates a hold for a ticket that is gone: the operator must
-// delete it (checkSeatHolds).
+// delete it (checkSeatHolds). The batch keeps its number of tickets.
 func killDuringHold(t *testing.T, k *killRun, target int) {
-	t.Helper()
 	f := k.f
 	k.waitProgress(t, target)
 	tr := k.p.setTrap(func(r *http.Request) bool {
 		return r.Method == http.MethodPatch && r.Header.Get("Content-Type") == "application/apply-patch+yaml" &&
 			strings.HasPrefix(r.URL.Path, holdPath(f.NS, ""))
 	})
+	f.Create(t, ticketGVR, newTicket(fmt.Sprintf("t-%03d", k.tickets), "Oslo", "Bergen", 1))
+	k.tickets++
 	k.kill(t, tr, "a seat-hold write", true)
 	name := strings.TrimPrefix(path.Base(tr.path), f.NS+".")
 	if err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
@@ -251,7 +254,6 @@ func killDuringHold(t *testing.T, k *killRun, target int) {
 // which gives it a hold of the same name. Then the dead process's deletion
 // lands on that new hold: the operator must put it back (checkSeatHolds).
 func killDuringRelease(t *testing.T, k *killRun, target int) {
-	t.Helper()
 	f := k.f
 	k.waitProgress(t, target)
 	tk := f.bookedTicket(t)
