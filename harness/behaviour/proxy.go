@@ -3,6 +3,9 @@ package behaviour
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,25 +23,71 @@ import (
 )
 
 // apiProxy stands between an operator and the API server. The operator gets
-// a kubeconfig that points at the proxy (plain HTTP on loopback, no
-// credentials); the proxy forwards every request with the test's own
-// credentials, and records what it forwarded: method, path, when it started,
-// and the status the API server answered. Optionally it holds back some
-// requests for a moment (slow), which makes concurrency observable: it
-// tracks how many of those were in flight at once.
+// a kubeconfig that points at the proxy (HTTPS on loopback, with a random
+// bearer token of the proxy's own: any other local process that finds the
+// port is answered 401, not given the operator's permissions); the proxy
+// forwards every request with the operator's own credentials, and records
+// what it forwarded: method, path, when it started, and the status the API
+// server answered. Optionally it holds back some requests for a moment
+// (slow), which makes concurrency observable: it tracks how many of those
+// were in flight at once; and it can hold back one chosen request until the
+// test lets it go (setTrap).
 type apiProxy struct {
 	kubeconfig string
+	token      string // the bearer token the kubeconfig carries
 	srv        *httptest.Server
+	closed     chan struct{} // closed when the test ends: nothing held is forwarded any more
 
 	slow   func(*http.Request) bool // which requests to delay and count in flight
 	slowBy time.Duration
+	// zombie: a held request is forwarded when its hold ends even if its
+	// client has gone meanwhile. Off (the default), the proxy drops it once
+	// its client has gone: gracefulShutdown relies on that. On, it models a
+	// process that died without its connections being closed (its node
+	// died, or was cut off from the API server): the API server sees no
+	// client go away, and runs the writes it had received, even after a new
+	// process has started.
+	zombie bool
 
 	mu          sync.Mutex
 	seen        []proxiedRequest
 	inFlight    int
 	maxInFlight int
-	down        bool // disconnect was called: every request is refused
+	down        bool    // disconnect was called: every request is refused
+	traps       []*trap // set and not yet sprung
 }
+
+// trap holds back one request, the first that match accepts once the trap
+// is set, until the test releases it, on top of any slow delay: a write the
+// test knows to be in flight, for as long as the test needs.
+type trap struct {
+	match    func(*http.Request) bool
+	caught   chan struct{} // closed when the request arrives
+	orphaned chan struct{} // closed when its client goes away while it is held
+	released chan struct{} // closed by release
+	path     string        // the caught request's
+	index    int           // the caught request's, in apiProxy.seen
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// wasCaught reports whether the trap holds its request.
+func (tr *trap) wasCaught() bool { return isClosed(tr.caught) }
+
+// clientGone reports whether the caught request's client went away while
+// the request was held.
+func (tr *trap) clientGone() bool { return isClosed(tr.orphaned) }
+
+// release lets the caught request go on to the API server (in zombie mode
+// even when its client is gone), or the request still to come pass at once.
+func (tr *trap) release() { close(tr.released) }
 
 // goneMarker is how a watch stream says "too old resource version": the API
 // server's watch cache answers 200 and sends one ERROR event whose Status has
@@ -74,11 +123,15 @@ func newAPIProxy(t *testing.T, cfg *rest.Config) *apiProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &apiProxy{}
+	p := &apiProxy{token: rand.Text(), closed: make(chan struct{})}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = target.Host
+			// The proxy's token is not for the API server; and client-go's
+			// transport keeps an Authorization header it finds instead of
+			// adding the operator's credentials.
+			r.Out.Header.Del("Authorization")
 		},
 		Transport: transport,
 		// Watches stream: pass every event on at once.
@@ -92,7 +145,13 @@ func newAPIProxy(t *testing.T, cfg *rest.Config) *apiProxy {
 			return nil
 		},
 	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// TLS because client-go sends a kubeconfig's credentials only to an
+	// https server; the certificate is httptest's own, for 127.0.0.1.
+	p.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+p.token)) != 1 {
+			http.Error(w, "the test proxy needs the bearer token of the kubeconfig it wrote", http.StatusUnauthorized)
+			return
+		}
 		ctx := p.record(r)
 		if p.isDown() {
 			// 429 with Retry-After is the API server's own "come back
@@ -103,11 +162,12 @@ func newAPIProxy(t *testing.T, cfg *rest.Config) *apiProxy {
 			http.Error(w, "the test proxy is disconnected", http.StatusTooManyRequests)
 			return
 		}
-		if p.slow != nil && p.slow(r) {
-			// Simulated latency: the request is held for slowBy (or until
-			// the client gives up), then forwarded. The body is read first:
-			// only once it is consumed does net/http watch the connection,
-			// and cancel the request's context when the client goes away.
+		slow := p.slow != nil && p.slow(r)
+		tr := p.spring(r, ctx)
+		if slow || tr != nil {
+			// The body is read first: only once it is consumed does
+			// net/http watch the connection, and cancel the request's
+			// context when the client goes away.
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
@@ -116,22 +176,36 @@ func newAPIProxy(t *testing.T, cfg *rest.Config) *apiProxy {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			p.enter()
 			defer p.leave()
-			select {
-			case <-time.After(p.slowBy):
-			case <-r.Context().Done():
-				return // the client is gone: nothing to forward
+			var delay time.Duration
+			if slow {
+				delay = p.slowBy
+			}
+			if !p.hold(r, delay, tr) {
+				return
+			}
+			if p.zombie {
+				// Forwarded whether or not its client is still there. A
+				// context with a Done channel, which ReverseProxy then
+				// watches instead of the gone client's connection.
+				fwd, stop := context.WithCancel(context.WithoutCancel(ctx))
+				defer stop()
+				ctx = fwd
 			}
 		}
 		rp.ServeHTTP(w, r.WithContext(ctx))
 	}))
 	t.Cleanup(func() {
+		close(p.closed)
 		p.srv.CloseClientConnections()
 		p.srv.Close()
 	})
 
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.srv.URL}
-	kc.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
+	kc.Clusters["proxy"] = &clientcmdapi.Cluster{
+		Server:                   p.srv.URL,
+		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.srv.Certificate().Raw}),
+	}
+	kc.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{Token: p.token}
 	kc.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
 	kc.CurrentContext = "proxy"
 	p.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig-proxy")
@@ -171,6 +245,69 @@ func operatorIdentity(t *testing.T, f *fixture) *rest.Config {
 		t.Fatalf("reading the operator's kubeconfig %s: %v", path, err)
 	}
 	return cfg
+}
+
+// hold keeps r back for delay and, if tr caught it, until tr is released.
+// It reports whether r is still to be forwarded: not once the test has
+// ended, nor once its client has gone, unless the proxy is in zombie mode.
+func (p *apiProxy) hold(r *http.Request, delay time.Duration, tr *trap) bool {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	gone := r.Context().Done()
+	var released chan struct{} // nil, so never ready, until the delay is over
+	for {
+		select {
+		case <-p.closed:
+			return false
+		case <-gone:
+			if tr != nil {
+				close(tr.orphaned)
+			}
+			if !p.zombie {
+				return false
+			}
+			gone = nil
+		case <-timer.C:
+			if tr == nil {
+				return true
+			}
+			released = tr.released
+		case <-released:
+			return true
+		}
+	}
+}
+
+// setTrap sets a trap for the next request match accepts (see trap).
+func (p *apiProxy) setTrap(match func(*http.Request) bool) *trap {
+	tr := &trap{match: match, caught: make(chan struct{}), orphaned: make(chan struct{}), released: make(chan struct{})}
+	p.mu.Lock()
+	p.traps = append(p.traps, tr)
+	p.mu.Unlock()
+	return tr
+}
+
+// spring returns the trap r falls into, if any, and takes it off the list.
+func (p *apiProxy) spring(r *http.Request, ctx context.Context) *trap {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, tr := range p.traps {
+		if tr.match(r) {
+			p.traps = append(p.traps[:i], p.traps[i+1:]...)
+			tr.path, tr.index = r.URL.Path, ctx.Value(requestIndex{}).(int)
+			close(tr.caught)
+			return tr
+		}
+	}
+	return nil
+}
+
+// answer is the status the API server answered the request tr caught: 0
+// while it has not answered (or the request was never forwarded).
+func (p *apiProxy) answer(tr *trap) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[tr.index].status
 }
 
 type requestIndex struct{}
