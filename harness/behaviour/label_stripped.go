@@ -45,7 +45,7 @@ func labelStripped(s Stage, deletedWithLogger bool) features.Feature {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			f = newFixture(t, cfg, s, "stripped")
 			sent = &sentinels{f: f}
-			f.startInOrder(t)
+			sent.startInOrder(t)
 			f.Create(t, loggerGVR, newLogger(logger, logger, 5, 1))
 			f.waitDeployment(t, name, func(*appsv1.Deployment) (bool, string) { return true, "" })
 			f.waitLoggerState(t, logger, stateAvailable)

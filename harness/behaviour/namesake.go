@@ -80,7 +80,7 @@ func namesake(s Stage, want NamesakeOutcome) features.Feature {
 			f = newFixture(t, cfg, s, "namesake")
 			theirs = createTheirs(t, f, name, logger)
 			sent = &sentinels{f: f}
-			f.startInOrder(t)
+			sent.startInOrder(t)
 			return ctx
 		}).
 		Assess(onCreate, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
