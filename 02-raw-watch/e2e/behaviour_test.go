@@ -6,9 +6,12 @@ import (
 	"github.com/operator-flow/operator-flow/harness/behaviour"
 )
 
-// TestBehaviour runs docs/behaviour.md against stage 02. Every capability
-// flag is off: no cache, no drift repair, no retry, no status subresource,
-// no garbage collection.
+// stage describes stage 02 to the shared suite. Every capability flag is
+// off: no cache, no drift repair, no retry, no status subresource, no
+// garbage collection.
+var stage = behaviour.Stage{Package: pkg}
+
+// TestBehaviour runs docs/behaviour.md against stage 02.
 func TestBehaviour(t *testing.T) {
-	behaviour.Run(t, behaviour.Stage{Package: pkg})
+	behaviour.Run(t, stage)
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/operator-flow/operator-flow/harness"
+	"github.com/operator-flow/operator-flow/harness/behaviour"
 )
 
 // TestLoggerDeletedWhileStoppedIsCleanedUp: stages 02 and 03 delete a
@@ -77,4 +78,14 @@ func (w *world) foreignDeployment(t *testing.T, name, instance string) *appsv1.D
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestNamesakeLeftAlone: someone else's Deployment logger-audit, without the
+// managed-by label, and a Logger audit created and deleted. Stage 02 took the
+// Deployment over and deleted it with the Logger, stage 03 deleted it with
+// the Logger. Here the create is answered AlreadyExists and the sync leaves
+// it alone, and the delete looks in the cache, which never holds it: the
+// Deployment stays as its owners made it, with the same UID.
+func TestNamesakeLeftAlone(t *testing.T) {
+	behaviour.Namesake(t, stage, behaviour.NamesakeOutcome{})
 }

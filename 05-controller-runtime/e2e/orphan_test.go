@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/operator-flow/operator-flow/harness"
+	"github.com/operator-flow/operator-flow/harness/behaviour"
 )
 
 var loggerGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "loggers"}
@@ -98,4 +99,13 @@ func client404(err error) error {
 		return nil
 	}
 	return err
+}
+
+// TestNamesakeLeftAlone: someone else's Deployment logger-audit, without the
+// managed-by label, and a Logger audit created and deleted. As in 04, the
+// create is answered AlreadyExists and Reconcile leaves it alone, and the
+// delete looks in the cache, which never holds it: the Deployment stays as
+// its owners made it, with the same UID.
+func TestNamesakeLeftAlone(t *testing.T) {
+	behaviour.Namesake(t, stage, behaviour.NamesakeOutcome{})
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/operator-flow/operator-flow/harness"
+	"github.com/operator-flow/operator-flow/harness/behaviour"
 )
 
 // The weaknesses stage 06 fixes, asserted as they are, so that the README's
@@ -101,4 +102,15 @@ func TestWeaknessNoOwnerReference(t *testing.T) {
 		}).
 		Feature()
 	harness.Env().Test(t, f)
+}
+
+// TestWeaknessLabelStripped: the managed-by label removed from a Logger's
+// Deployment takes it out of the Manager's cache. The create that follows is
+// answered AlreadyExists and Reconcile returns success ("its event will
+// follow", but none does), so a change of the Logger's replicas never
+// reaches the Deployment and the Logger's status stays as it was. Deleting
+// the Logger looks for the Deployment in the cache, finds none, and leaves it
+// running: an orphan.
+func TestWeaknessLabelStripped(t *testing.T) {
+	behaviour.LabelStripped(t, stage, false)
 }

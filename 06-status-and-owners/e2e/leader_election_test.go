@@ -178,3 +178,8 @@ func waitBooked(t *testing.T, c *harness.Clients, ns, name string) {
 		return strings.HasPrefix(msg, "Booked 1 seat(s) from Oslo to Bergen"), "message=" + msg, nil
 	})
 }
+
+// TestLeaderLostWhenAPIServerAway: the leader, cut off from the API server by
+// a proxy, rides out an outage shorter than the renew deadline, and exits
+// with "leader election lost" after a longer one (behaviour.LeaderOutage).
+func TestLeaderLostWhenAPIServerAway(t *testing.T) { behaviour.LeaderOutage(t, stage) }

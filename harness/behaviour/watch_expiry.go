@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -31,11 +32,20 @@ func WatchExpiry(t *testing.T, s Stage) {
 // cannot replay anything older: when the operator comes back and asks to
 // resume its watch from where it stopped, the answer is 410 Gone. The
 // operator must LIST again, and so find the ticket it never got an event for.
+//
+// A Logger deleted while the operator is away is missing from that LIST. An
+// informer (Stage.CachedReads, 03 on) compares the LIST with its cache and
+// hands the missing object to the delete handler as a tombstone
+// (cache.DeletedFinalStateUnknown), so the Deployment goes too (in 06 the
+// garbage collector deletes it anyway). Stage 02 keeps no copy to compare
+// with: the Deployment stays, an orphan, and the check asserts that.
 func watchExpired(s Stage) features.Feature {
+	const deleted = "deleted-while-away"
 	var (
 		f           *fixture
 		p           *apiProxy
 		reconnected time.Time
+		orphan      *appsv1.Deployment
 	)
 	// A watch that asked to resume from a resourceVersion and was told that
 	// version is too old.
@@ -50,13 +60,16 @@ func watchExpired(s Stage) features.Feature {
 			f.Kubeconfig = p.kubeconfig
 			f.start(t)
 			f.Create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
+			f.Create(t, loggerGVR, newLogger(deleted, deleted, 5, 1))
 			f.waitTicketBooked(t, "before", "Oslo", "Bergen", 1)
+			orphan = f.waitDeployment(t, deploymentName(deleted), func(*appsv1.Deployment) (bool, string) { return true, "" })
 			return ctx
 		}).
 		Assess("410 Gone is answered, and the ticket created while away is booked", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			p.disconnect()
 			// The test's own client does not go through the proxy.
 			f.Create(t, ticketGVR, newTicket("while-away", "Oslo", "Bergen", 2))
+			f.Delete(t, loggerGVR, deleted)
 			harness.RestartComponent(t, "kube-apiserver", nil)
 			f.waitAPIServerReady(t, "kube-apiserver")
 			p.reconnect()
@@ -98,6 +111,24 @@ func watchExpired(s Stage) features.Feature {
 				t.Errorf("the operator exited; it must recover by itself:\n%s", summary(f.op))
 			}
 			t.Logf("watches refused with 410 Gone: %d", len(p.requests(expiredWatch)))
+			return ctx
+		}).
+		Assess("the Deployment of the Logger deleted while away: deleted from 03 on, an orphan in 02", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			name := deploymentName(deleted)
+			if s.CachedReads {
+				f.waitDeploymentGone(t, name)
+				return ctx
+			}
+			// Stage 02 deletes a Deployment only on its Logger's DELETED
+			// event. Its Logger watch has come back with a LIST (it handled
+			// the Logger "after" above), and no DELETED event can follow.
+			d, err := f.Deployment(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d == nil || d.UID != orphan.UID {
+				t.Fatalf("%s was deleted or replaced (%v); stage 02 cannot know of a delete its LIST does not show", name, d)
+			}
 			return ctx
 		}).Feature()
 }

@@ -35,18 +35,20 @@ var noEndpoints = []string{"--metrics-bind-address=0", "--health-probe-bind-addr
 
 // The stages that must survive every scenario, with the CRDs they run with.
 var stages = []stageRun{
-	{"04-workqueue", "01-crd-yaml/crds", behaviour.Stage{Package: "./04-workqueue", StaleWritesConflict: true}},
-	{"05-controller-runtime", "05-controller-runtime/config/crd", behaviour.Stage{Package: "./05-controller-runtime", Args: noEndpoints, StaleWritesConflict: true}},
+	{"04-workqueue", "01-crd-yaml/crds", behaviour.Stage{Package: "./04-workqueue", CachedReads: true, StaleWritesConflict: true}},
+	{"05-controller-runtime", "05-controller-runtime/config/crd", behaviour.Stage{Package: "./05-controller-runtime", Args: noEndpoints, CachedReads: true, StaleWritesConflict: true}},
 	// Stage 06's tickets carry a finalizer: the suite has an operator
 	// release them before a scenario's namespace is deleted.
-	{"06-status-and-owners", "06-status-and-owners/config/crd", behaviour.Stage{Package: "./06-status-and-owners", Args: noEndpoints, TicketFinalizer: true, Conditions: true, StaleWritesConflict: true}},
+	{"06-status-and-owners", "06-status-and-owners/config/crd", behaviour.Stage{Package: "./06-status-and-owners", Args: noEndpoints, CachedReads: true, TicketFinalizer: true, Conditions: true, StaleWritesConflict: true}},
 }
 
 // Watch expiry is the one scenario stages 02 and 03 must survive too: 02
-// handles 410 Gone by hand, 03 has client-go's reflector do it.
+// handles 410 Gone by hand, 03 has client-go's reflector do it. A Logger
+// deleted meanwhile is one difference: 02, with no cache (CachedReads
+// false), leaves its Deployment behind.
 var expiryStages = append([]stageRun{
 	{"02-raw-watch", "01-crd-yaml/crds", behaviour.Stage{Package: "./02-raw-watch"}},
-	{"03-informer-cache", "01-crd-yaml/crds", behaviour.Stage{Package: "./03-informer-cache"}},
+	{"03-informer-cache", "01-crd-yaml/crds", behaviour.Stage{Package: "./03-informer-cache", CachedReads: true}},
 }, stages...)
 
 func TestReliability(t *testing.T) {
