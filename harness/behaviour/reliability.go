@@ -270,11 +270,11 @@ func denyPoison(ctx context.Context, t *testing.T, f *fixture, name string) {
 // begins, so the operator writes its status during the storm, and the proxy
 // holds each of its writes to the Logger for stormWriteDelay, so that the
 // storm's patches land in between. A write that carries the resourceVersion
-// the operator read (the Update of stages 04 and 05) is then answered 409
-// Conflict; the operator must send it again until it succeeds, converge to
-// the writer's last spec, and not spend an unbounded number of requests.
-// Stage 06 writes status with a merge patch without a resourceVersion,
-// which cannot conflict: for it this proves convergence and the budget only.
+// the operator read (the Update of stages 04 and 05, the status patch of
+// stage 06) is then answered 409 Conflict; the operator must send it again
+// until it succeeds, converge to the writer's last spec, and not spend an
+// unbounded number of requests. A stage whose writes cannot conflict
+// (StaleWritesConflict false) proves convergence and the budget only.
 func conflictStorm(s Stage) features.Feature {
 	var (
 		f *fixture
