@@ -111,8 +111,42 @@ func TestNodeImageNamesItsOwnImagesOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var made []string // every image name the script gave the engine
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	checkNodeImageCalls(t, string(b), keyring)
+}
+
+// checkNodeImageCalls checks the commands node-image.sh ran (one a line) with
+// the stand-ins of TestNodeImageNamesItsOwnImagesOnly.
+func checkNodeImageCalls(t *testing.T, calls, keyring string) {
+	t.Helper()
+	made := imagesNamed(calls)
+	if len(made) < 8 {
+		t.Fatalf("the script named only %d images (%v); the calls:\n%s", len(made), made, calls)
+	}
+	for _, name := range made {
+		if !strings.HasPrefix(name, "operator-flow/") {
+			t.Errorf("node-image.sh named an image %s in the engine DOCKER_HOST names, which may be another project's", name)
+		}
+	}
+	for _, want := range []string{
+		"sh operator-flow/node-images registry.k8s.io/kube-apiserver:v1.36.3 ", // the builder's containerd names them
+		" docker.io/library/busybox:1.37",
+		"debootstrap --variant=minbase --force-check-gpg --keyring=" + keyring + " ",
+		"LABEL operator-flow.busybox-static=1:1.35.0-fake",
+	} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("no call with %q; the calls:\n%s", want, calls)
+		}
+	}
+	if !strings.Contains(calls, ",busybox-static ") && !strings.Contains(calls, ",busybox-static,") {
+		t.Errorf("debootstrap does not install busybox-static, the Loggers' image, from the suite; the calls:\n%s", calls)
+	}
+}
+
+// imagesNamed is every image name the calls gave the engine: docker import,
+// commit, tag, build -t and save.
+func imagesNamed(calls string) []string {
+	var made []string
+	for _, line := range strings.Split(strings.TrimSpace(calls), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) > 2 && f[0] == "docker" && (f[1] == "import" || f[1] == "commit" || f[1] == "tag"):
@@ -127,28 +161,7 @@ func TestNodeImageNamesItsOwnImagesOnly(t *testing.T) {
 			made = append(made, f[4:]...) // docker save -o FILE NAMES...
 		}
 	}
-	if len(made) < 8 {
-		t.Fatalf("the script named only %d images (%v); the calls:\n%s", len(made), made, b)
-	}
-	for _, name := range made {
-		if !strings.HasPrefix(name, "operator-flow/") {
-			t.Errorf("node-image.sh named an image %s in the engine DOCKER_HOST names, which may be another project's", name)
-		}
-	}
-	calls2 := string(b)
-	for _, want := range []string{
-		"sh operator-flow/node-images registry.k8s.io/kube-apiserver:v1.36.3 ", // the builder's containerd names them
-		" docker.io/library/busybox:1.37",
-		"debootstrap --variant=minbase --force-check-gpg --keyring=" + keyring + " ",
-		"LABEL operator-flow.busybox-static=1:1.35.0-fake",
-	} {
-		if !strings.Contains(calls2, want) {
-			t.Errorf("no call with %q; the calls:\n%s", want, calls2)
-		}
-	}
-	if !strings.Contains(calls2, ",busybox-static ") && !strings.Contains(calls2, ",busybox-static,") {
-		t.Errorf("debootstrap does not install busybox-static, the Loggers' image, from the suite; the calls:\n%s", calls2)
-	}
+	return made
 }
 
 // pinned is a version from tools/versions.mk.

@@ -118,7 +118,9 @@ func TestProxyZombieForwardsAHeldWriteOfAGoneClient(t *testing.T) {
 			return tr.wasCaught(), "", nil
 		})
 		die() // the client goes away: the transport closes its connection
-		<-sent
+		if err := <-sent; err == nil {
+			t.Log("the client got an answer before it went away") // no harm: what matters is what the proxy does next
+		}
 		harness.Eventually(t, 10*time.Second, "the proxy to see the client gone", func(context.Context) (bool, string, error) {
 			return tr.clientGone(), "", nil
 		})
