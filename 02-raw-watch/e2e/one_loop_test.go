@@ -104,8 +104,9 @@ func (w *world) unbind(t *testing.T, role string) {
 }
 
 // impersonating writes a copy of the kubeconfig whose requests act as user
-// (the Impersonate-User header): the test's own credentials, with only the
-// rights that user's RoleBindings grant.
+// (the Impersonate-User header): the test's own credentials, with the rights
+// of that user's RoleBindings plus those of system:authenticated, which the
+// API server adds to an impersonated user.
 func impersonating(t *testing.T, kubeconfig, user string) string {
 	t.Helper()
 	kc, err := clientcmd.LoadFromFile(kubeconfig)

@@ -27,13 +27,15 @@ const (
 
 // LeaderOutage checks what a leader does when the API server is out of
 // reach (stages 05 and 06, whose --leader-elect is controller-runtime's
-// leader election). An outage shorter than the renew deadline is ridden
-// out: the Lease is renewed when the API server is back, and the operator
-// goes on. A longer one ends the process: client-go's elector gives up
-// leading once it has failed to renew for the renew deadline, and
+// leader election). An outage shorter than the renew deadline minus the
+// retry period is ridden out: the Lease is renewed when the API server is
+// back, and the operator goes on. One longer than the renew deadline plus
+// the retry period ends the process: client-go's elector gives up leading
+// once it has failed to renew for the renew deadline, and
 // controller-runtime's Manager then returns "leader election lost", so that
-// no two replicas ever reconcile at once. In a pod the kubelet starts it
-// again; run by hand, it stays down.
+// a leader that lost its Lease stops soon (client-go does no fencing: two
+// active replicas are unlikely, not impossible). In a pod the kubelet starts
+// it again; run by hand, it stays down.
 func LeaderOutage(t *testing.T, s Stage) {
 	t.Helper()
 	harness.Env().Test(t, leaderOutage(s))

@@ -60,7 +60,8 @@ install_runtime() {
 }
 
 # started PID: when process PID started, or nothing once it has ended. A pid
-# the kernel gives to a new process later has another start time.
+# the kernel gives to a new process later has another start time, unless it
+# is reused within the same second (ps shows whole seconds).
 started() { ! alive "$1" || ps -p "$1" -o lstart= 2>/dev/null || true; }
 
 # stop_engine: remove the engine's containers and networks, then stop it.

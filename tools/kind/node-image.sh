@@ -60,8 +60,9 @@ for c in docker debootstrap gpgv gcc jq; do
 	command -v "$c" >/dev/null || die "$c is missing (Debian: apt-get install docker.io debootstrap gpgv gcc jq)"
 done
 # debootstrap fetches over plain HTTP and checks the suite's Release file
-# against this keyring (then each package against the Release file's
-# checksums). Without the keyring it would only warn, and go on unchecked.
+# against this keyring (the Release file's checksums cover the Packages
+# index, whose checksums cover each package). Without the keyring it would
+# only warn, and go on unchecked.
 # DEBIAN_KEYRING: where it is, when not where Debian's package puts it.
 KEYRING=${DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 [[ -f $KEYRING ]] || die "$KEYRING is missing, and debootstrap needs it to check what it downloads (Debian, Ubuntu: apt-get install debian-archive-keyring)"
@@ -102,8 +103,10 @@ fi
 # minus the ones for storage kinds no test uses; runc and the CNI plugins
 # come from Debian too. bookworm: its systemd 252 still runs on cgroup v1.
 # busybox-static is the Loggers' image (below), from the same suite.
-# --force-check-gpg: stop, rather than go on unchecked, should the keyring
-# not verify the Release file.
+# --force-check-gpg only matters should --keyring ever be dropped: without a
+# keyring debootstrap would otherwise warn and go on unchecked. With
+# --keyring, a missing keyring file or a Release file it does not verify
+# already stops it.
 PACKAGES=systemd,systemd-sysv,dbus,iptables,nftables,conntrack,iproute2,ethtool,util-linux,mount,kmod,procps,libseccomp2,ca-certificates,jq,runc,containernetworking-plugins,socat,ebtables,bash,e2fsprogs,busybox-static
 if [[ $(cat "$ROOTFS/.debootstrapped" 2>/dev/null) != "$DEBIAN_SUITE $PACKAGES" ]]; then
 	step "debootstrap $DEBIAN_SUITE into ${ROOTFS#"$ROOT"/}"
