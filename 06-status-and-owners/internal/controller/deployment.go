@@ -105,9 +105,8 @@ func deploymentDrifted(have, want *appsv1.Deployment) bool {
 }
 
 // repairPatch puts a drifted Deployment right: a JSON merge patch of the
-// fields the operator owns, its labels (which a merge patch adds to the
-// others), replicas and the pod template (whose list of containers a merge
-// patch replaces whole). A patch carries no
+// fields the operator owns, replicas and the pod template (whose list of
+// containers a merge patch replaces whole). A patch carries no
 // resourceVersion, so it cannot conflict with the Deployment controller,
 // which writes the Deployment's status several times during every rollout;
 // an Update of the whole object would fail with 409 Conflict whenever it
@@ -115,8 +114,7 @@ func deploymentDrifted(have, want *appsv1.Deployment) bool {
 func repairPatch(want *appsv1.Deployment) []byte {
 	// Marshalling these API types cannot fail.
 	patch, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"labels": want.Labels},
-		"spec":     map[string]any{"replicas": want.Spec.Replicas, "template": want.Spec.Template},
+		"spec": map[string]any{"replicas": want.Spec.Replicas, "template": want.Spec.Template},
 	})
 	return patch
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -238,8 +239,8 @@ func (r *LoggerReconciler) loggerGone(ctx context.Context, l *examplev1.Logger) 
 // claim deals with a create of want refused as AlreadyExists. It reads the
 // Deployment from the API server into d. One controlled by l is ours: made
 // a moment ago, or with the managed-by label removed, which took it out of
-// the cache. repairPatch puts the labels back (and the cache with them) and
-// the spec right. Any other is someone else's, never taken over: a failure,
+// the cache. A merge patch puts the labels back (and the Deployment into
+// the cache), and repairPatch the spec, if it drifted. Any other is someone else's, never taken over: a failure,
 // retried with backoff in case it goes away.
 func (r *LoggerReconciler) claim(ctx context.Context, l *examplev1.Logger, want, d *appsv1.Deployment) (*deploymentFailure, error) {
 	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(want), d); err != nil {
@@ -248,11 +249,22 @@ func (r *LoggerReconciler) claim(ctx context.Context, l *examplev1.Logger, want,
 	if !metav1.IsControlledBy(d, l) {
 		return &deploymentFailure{examplev1.ReasonNotOwned, fmt.Errorf("a Deployment named %s exists and is not this Logger's; not touching it", want.Name)}, nil
 	}
-	if labels.SelectorFromSet(want.Labels).Matches(labels.Set(d.Labels)) && !deploymentDrifted(d, want) {
+	labelled := labels.SelectorFromSet(want.Labels).Matches(labels.Set(d.Labels))
+	if labelled && !deploymentDrifted(d, want) {
 		return nil, nil // made a moment ago: its event is on the way
 	}
-	if err := r.Patch(ctx, d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
-		return &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("updating Deployment %s: %w", want.Name, err)}, nil
+	if !labelled {
+		// A merge patch adds these labels to the others, and brings the
+		// Deployment back into the cache.
+		relabel, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": want.Labels}}) // cannot fail
+		if err := r.Patch(ctx, d, client.RawPatch(types.MergePatchType, relabel)); err != nil {
+			return &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("labelling Deployment %s: %w", want.Name, err)}, nil
+		}
+	}
+	if deploymentDrifted(d, want) {
+		if err := r.Patch(ctx, d, client.RawPatch(types.MergePatchType, repairPatch(want))); err != nil {
+			return &deploymentFailure{examplev1.ReasonUpdateFailed, fmt.Errorf("updating Deployment %s: %w", want.Name, err)}, nil
+		}
 	}
 	r.Recorder.Eventf(l, d, corev1.EventTypeNormal, EventReasonUpdated, "Update", "Deployment %s repaired", d.Name)
 	logf.FromContext(ctx).Info("repaired deployment", "deployment", want.Name)
