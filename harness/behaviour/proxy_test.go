@@ -118,7 +118,9 @@ func TestProxyZombieForwardsAHeldWriteOfAGoneClient(t *testing.T) {
 			return tr.wasCaught(), "", nil
 		})
 		die() // the client goes away: the transport closes its connection
-		<-sent
+		if err := <-sent; err == nil {
+			t.Fatal("the client got an answer although it went away while its write was held")
+		}
 		harness.Eventually(t, 10*time.Second, "the proxy to see the client gone", func(context.Context) (bool, string, error) {
 			return tr.clientGone(), "", nil
 		})
