@@ -1,10 +1,11 @@
 package behaviour
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"path"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -211,7 +212,9 @@ func (k *killRun) land(t *testing.T, tr *trap, what string) {
 // accepted.
 func killMidCreate(t *testing.T, k *killRun, target int) {
 	k.waitProgress(t, target)
-	tr := k.p.setTrap(func(r *http.Request) bool { return isWrite(r.Method) && !strings.Contains(r.URL.Path, "/events") })
+	tr := k.p.setTrap(func(r *http.Request, _ []byte) bool {
+		return isWrite(r.Method) && !strings.Contains(r.URL.Path, "/events")
+	})
 	k.kill(t, tr, "a write", true)
 	k.restart(t)
 	harness.Eventually(t, converge, "a write accepted from the new operator", func(context.Context) (bool, string, error) {
@@ -231,14 +234,11 @@ func killMidCreate(t *testing.T, k *killRun, target int) {
 func killDuringHold(t *testing.T, k *killRun, target int) {
 	f := k.f
 	k.waitProgress(t, target)
-	tr := k.p.setTrap(func(r *http.Request) bool {
-		return r.Method == http.MethodPatch && r.Header.Get("Content-Type") == "application/apply-patch+yaml" &&
-			strings.HasPrefix(r.URL.Path, holdPath(f.NS, ""))
-	})
+	tr := k.p.setTrap(func(r *http.Request, body []byte) bool { return holdWritten(f.NS, r.Method, r.URL.Path, body) != "" })
 	f.Create(t, ticketGVR, newTicket(fmt.Sprintf("t-%03d", k.tickets), "Oslo", "Bergen", 1))
 	k.tickets++
 	k.kill(t, tr, "a seat-hold write", true)
-	name := strings.TrimPrefix(path.Base(tr.path), f.NS+".")
+	name := holdWritten(f.NS, tr.method, tr.path, tr.body)
 	if err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting ticket %s, whose seat hold the dead operator was writing: %v", name, err)
 	}
@@ -257,7 +257,7 @@ func killDuringRelease(t *testing.T, k *killRun, target int) {
 	f := k.f
 	k.waitProgress(t, target)
 	tk := f.bookedTicket(t)
-	tr := k.p.setTrap(func(r *http.Request) bool {
+	tr := k.p.setTrap(func(r *http.Request, _ []byte) bool {
 		return r.Method == http.MethodDelete && r.URL.Path == holdPath(f.NS, tk.name)
 	})
 	if err := f.C.Dynamic.Resource(ticketGVR).Namespace(f.NS).Delete(context.Background(), tk.name, metav1.DeleteOptions{}); err != nil {
@@ -281,6 +281,27 @@ func killDuringRelease(t *testing.T, k *killRun, target int) {
 		return false, "no hold", nil
 	})
 	k.land(t, tr, fmt.Sprintf("release of ticket %s, booked again since", tk.name))
+}
+
+// holdWritten is the name of the ticket whose seat hold a request writes,
+// "" for a request that writes none: a create in the ledger's ConfigMaps
+// whose body names a hold (the name is plain text in JSON and in protobuf
+// alike), or a patch or update of a hold.
+func holdWritten(ns, method, urlPath string, body []byte) string {
+	switch method {
+	case http.MethodPost:
+		if urlPath != "/api/v1/namespaces/"+ns+"/configmaps" || !bytes.Contains(body, []byte(seatHoldComponent)) {
+			return ""
+		}
+		if m := regexp.MustCompile(regexp.QuoteMeta(ns+".") + `([a-z0-9-]+)`).FindSubmatch(body); m != nil {
+			return string(m[1])
+		}
+	case http.MethodPatch, http.MethodPut:
+		if name, ok := strings.CutPrefix(urlPath, holdPath(ns, "")); ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // holdPath is the API path of the seat hold of ticket name in namespace ns,

@@ -26,10 +26,13 @@ func succeededWrite(since time.Time) func(proxiedRequest) bool {
 	}
 }
 
+// seatHoldComponent is the value of a seat hold's app.kubernetes.io/component label.
+const seatHoldComponent = "seat-hold"
+
 // seatHolds lists stage 06's seat holds: ConfigMaps in the ledger namespace,
 // which is the operator's --namespace unless --ledger-namespace says other.
 func (f *fixture) seatHolds(ctx context.Context) ([]corev1.ConfigMap, error) {
-	list, err := f.C.Kube.CoreV1().ConfigMaps(f.NS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=seat-hold"})
+	list, err := f.C.Kube.CoreV1().ConfigMaps(f.NS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=" + seatHoldComponent})
 	if err != nil {
 		return nil, err
 	}

@@ -61,11 +61,13 @@ type apiProxy struct {
 // is set, until the test releases it, on top of any slow delay: a write the
 // test knows to be in flight, for as long as the test needs.
 type trap struct {
-	match    func(*http.Request) bool
+	match    func(r *http.Request, body []byte) bool
 	caught   chan struct{} // closed when the request arrives
 	orphaned chan struct{} // closed when its client goes away while it is held
 	released chan struct{} // closed by release
+	method   string        // the caught request's
 	path     string        // the caught request's
+	body     []byte        // the caught request's
 	index    int           // the caught request's, in apiProxy.seen
 }
 
@@ -162,18 +164,18 @@ func newAPIProxy(t *testing.T, cfg *rest.Config) *apiProxy {
 			http.Error(w, "the test proxy is disconnected", http.StatusTooManyRequests)
 			return
 		}
+		// The body is read first, for a trap to look at, and because only
+		// once it is consumed does net/http watch the connection, and
+		// cancel the request's context when the client goes away.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		slow := p.slow != nil && p.slow(r)
-		tr := p.spring(r, ctx)
+		tr := p.spring(ctx, r, body)
 		if slow || tr != nil {
-			// The body is read first: only once it is consumed does
-			// net/http watch the connection, and cancel the request's
-			// context when the client goes away.
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			p.enter()
 			defer p.leave()
 			var delay time.Duration
@@ -279,7 +281,7 @@ func (p *apiProxy) hold(r *http.Request, delay time.Duration, tr *trap) bool {
 }
 
 // setTrap sets a trap for the next request match accepts (see trap).
-func (p *apiProxy) setTrap(match func(*http.Request) bool) *trap {
+func (p *apiProxy) setTrap(match func(r *http.Request, body []byte) bool) *trap {
 	tr := &trap{match: match, caught: make(chan struct{}), orphaned: make(chan struct{}), released: make(chan struct{})}
 	p.mu.Lock()
 	p.traps = append(p.traps, tr)
@@ -288,13 +290,13 @@ func (p *apiProxy) setTrap(match func(*http.Request) bool) *trap {
 }
 
 // spring returns the trap r falls into, if any, and takes it off the list.
-func (p *apiProxy) spring(r *http.Request, ctx context.Context) *trap {
+func (p *apiProxy) spring(ctx context.Context, r *http.Request, body []byte) *trap {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, tr := range p.traps {
-		if tr.match(r) {
+		if tr.match(r, body) {
 			p.traps = append(p.traps[:i], p.traps[i+1:]...)
-			tr.path, tr.index = r.URL.Path, ctx.Value(requestIndex{}).(int)
+			tr.method, tr.path, tr.body, tr.index = r.Method, r.URL.Path, body, ctx.Value(requestIndex{}).(int)
 			close(tr.caught)
 			return tr
 		}

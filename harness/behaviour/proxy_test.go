@@ -102,7 +102,7 @@ func TestProxyZombieForwardsAHeldWriteOfAGoneClient(t *testing.T) {
 		api := newFakeAPIServer(t)
 		p := newAPIProxy(t, &rest.Config{Host: api.srv.URL})
 		p.zombie = zombie
-		tr := p.setTrap(func(r *http.Request) bool { return r.Method == http.MethodPost })
+		tr := p.setTrap(func(r *http.Request, _ []byte) bool { return r.Method == http.MethodPost })
 		ctx, die := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.srv.URL+"/api/v1/namespaces/default/configmaps", strings.NewReader(`{}`))
 		req.Header.Set("Authorization", "Bearer "+p.token)
