@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-
-	"github.com/operator-flow/operator-flow/harness"
 )
 
 // sentinels show that the operator has handled every Logger event so far,
@@ -28,16 +26,14 @@ type sentinels struct {
 	n int
 }
 
-func (s *sentinels) startInOrder(t *testing.T) *harness.Operator {
+func (s *sentinels) startInOrder(t *testing.T) {
 	t.Helper()
-	var op *harness.Operator
 	if s.f.stage.Retries {
-		op = s.f.start(t, "--workers=1")
+		s.f.start(t, "--workers=1")
 	} else {
-		op = s.f.start(t)
+		s.f.start(t)
 	}
 	s.handled(t)
-	return op
 }
 
 func (s *sentinels) handled(t *testing.T) {
