@@ -90,8 +90,15 @@ func TestSmallBench(t *testing.T) {
 			if s.IdleChanged != 0 {
 				t.Errorf("%s: %d objects got a new resourceVersion during the idle pass, want 0", s.Stage, s.IdleChanged)
 			}
-			if s.Gets != 0 {
-				t.Errorf("%s: %d GETs, want 0 for a stage that reads from a cache", s.Stage, s.Gets)
+			// Stage 06 reads a Logger past the cache once before it makes
+			// the Logger's Deployment (a Logger deleted from the API server
+			// but not yet from the cache gets none): one GET per Logger.
+			gets := 0
+			if s.Stage >= "06" {
+				gets = r.Loggers
+			}
+			if s.Gets > gets {
+				t.Errorf("%s: %d GETs, want at most %d for a stage that reads from a cache", s.Stage, s.Gets, gets)
 			}
 		}
 	}
