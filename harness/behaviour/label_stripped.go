@@ -47,7 +47,7 @@ func labelStripped(s Stage, deletedWithLogger bool) features.Feature {
 			sent = &sentinels{f: f}
 			sent.startInOrder(t)
 			f.Create(t, loggerGVR, newLogger(logger, logger, 5, 1))
-			f.waitDeployment(t, name, func(*appsv1.Deployment) (bool, string) { return true, "" })
+			f.waitDeployment(t, name, exists)
 			f.waitLoggerState(t, logger, stateAvailable)
 			return ctx
 		}).

@@ -41,5 +41,9 @@ func (s *sentinels) handled(t *testing.T) {
 	s.n++
 	name := fmt.Sprintf("sentinel-%d", s.n)
 	s.f.Create(t, loggerGVR, newLogger(name, name, 5, 0))
-	s.f.waitDeployment(t, deploymentName(name), func(*appsv1.Deployment) (bool, string) { return true, "" })
+	s.f.waitDeployment(t, deploymentName(name), exists)
 }
+
+// exists accepts any Deployment, for waitDeployment: the wait is for the
+// Deployment to be there.
+func exists(*appsv1.Deployment) (bool, string) { return true, "" }

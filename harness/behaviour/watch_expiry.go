@@ -62,7 +62,7 @@ func watchExpired(s Stage) features.Feature {
 			f.Create(t, ticketGVR, newTicket("before", "Oslo", "Bergen", 1))
 			f.Create(t, loggerGVR, newLogger(deleted, deleted, 5, 1))
 			f.waitTicketBooked(t, "before", "Oslo", "Bergen", 1)
-			orphan = f.waitDeployment(t, deploymentName(deleted), func(*appsv1.Deployment) (bool, string) { return true, "" })
+			orphan = f.waitDeployment(t, deploymentName(deleted), exists)
 			return ctx
 		}).
 		Assess("410 Gone is answered, and the ticket created while away is booked", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
