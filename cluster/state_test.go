@@ -57,8 +57,8 @@ func sandbox(t *testing.T, bin string) string {
 
 // TestStateIsPrivate: .state/kubeconfig embeds the cluster's admin client
 // key, and .state/kwok holds kwokctl's pki. Whatever the umask, `up` leaves
-// the kubeconfig 0600 and .state 0700, also where an earlier run or another
-// script made .state with the usual 0755.
+// the kubeconfig 0600 and .state 0700, also when .state is there already
+// with mode 0755.
 func TestStateIsPrivate(t *testing.T) {
 	root := sandbox(t, kwokStandIns(t))
 	state := filepath.Join(root, ".state")

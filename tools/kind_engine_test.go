@@ -104,11 +104,12 @@ func (e *engine) start(t *testing.T, args ...string) int {
 	pidfile := filepath.Join(e.root, ".state", "kind-dockerd", "dockerd.pid")
 	var b []byte
 	var err error
-	for deadline := time.Now().Add(5 * time.Second); e.dockerd <= 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	wrote := poll(5*time.Second, 50*time.Millisecond, func() bool {
 		b, err = os.ReadFile(pidfile)
 		e.dockerd, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	}
-	if e.dockerd <= 0 {
+		return e.dockerd > 0
+	})
+	if !wrote {
 		t.Fatalf("dockerd.sh start: the stand-in dockerd wrote no pid file within 5s (%v): %q", err, b)
 	}
 	return e.dockerd
@@ -138,12 +139,23 @@ func alive(pid int) bool {
 
 // gone polls until process pid has ended, for up to timeout.
 func gone(pid int, timeout time.Duration) bool {
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if !alive(pid) {
-			return true
+	return poll(timeout, 100*time.Millisecond, func() bool { return !alive(pid) })
+}
+
+// poll calls done every interval until it returns true, for up to timeout,
+// and reports whether it did.
+func poll(timeout, interval time.Duration, done func() bool) bool {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for !done() {
+		select {
+		case <-deadline:
+			return done()
+		case <-tick.C:
 		}
 	}
-	return !alive(pid)
+	return true
 }
 
 // TestKindEngineSettings: the engine leaves the machine's network settings

@@ -132,18 +132,24 @@ var shapes = map[int]func(*testing.T, traced){
 	6: func(t *testing.T, tr traced) {
 		// The Deployment is deleted by the garbage collector, after the
 		// Logger is gone.
-		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{R, A, "CREATE", "deployments"},
+		// It reads from the Manager's cache, but asks the API server for the
+		// Logger once before it makes its Deployment: one GET, no more.
+		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{R, A, "GET", "loggers"}, hop{R, A, "CREATE", "deployments"},
 			hop{R, A, "PATCH", "loggers/status"}, deleted, hop{A, W, "DELETED", "loggers"},
 			hop{GC, A, "DELETE", "deployments"})
-		none(t, tr.logger, noGET, "stage 06 reads from the Manager's cache")
+		if gets, all := count(tr.logger, hop{R, A, "GET", "loggers"}), count(tr.logger, noGET); gets != 1 || all != 1 {
+			t.Errorf("stage 06 GETs a Logger once, before it makes its Deployment, and reads the rest from the Manager's cache; the trace has %d GETs of the Logger, %d in all", gets, all)
+		}
 		none(t, tr.logger, hop{R, A, "UPDATE", "loggers"}, "stage 06 writes a Logger's status through /status only")
 		none(t, tr.logger, hop{R, A, "PATCH", "loggers"}, "stage 06 writes a Logger's status through /status only")
 		none(t, tr.logger, hop{R, A, "DELETE", "deployments"}, "in stage 06 the garbage collector deletes the Deployment")
-		// The finalizer first, then the seat hold, then the status, through
-		// /status: the only write to the ticket itself is the finalizer's.
+		// The finalizer first, then the seat hold (a create), then the
+		// status, through /status: the only write to the ticket itself is
+		// the finalizer's. (A hold create answered AlreadyExists is followed
+		// by a GET of the hold, so only GETs of the ticket are ruled out.)
 		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"}, hop{A, W, "ADDED", "flighttickets"},
-			hop{R, A, "PATCH", "flighttickets"}, hop{R, A, "PATCH", "configmaps"}, hop{R, A, "PATCH", "flighttickets/status"})
-		none(t, tr.ticket, noGET, "stage 06 reads from the Manager's cache")
+			hop{R, A, "PATCH", "flighttickets"}, hop{R, A, "CREATE", "configmaps"}, hop{R, A, "PATCH", "flighttickets/status"})
+		none(t, tr.ticket, hop{R, A, "GET", "flighttickets"}, "stage 06 reads tickets from the Manager's cache")
 		// (A write refused with 409 Conflict, sent again, counts once.)
 		writes := 0
 		for _, h := range tr.ticket.Hops {

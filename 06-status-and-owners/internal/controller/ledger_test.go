@@ -31,6 +31,18 @@ func bookedTicket(t *testing.T) (*testClient, *FlightTicketReconciler) {
 	return c, r
 }
 
+// stripFinalizer removes the booked ticket's finalizer, as someone
+// unsticking a Terminating object would, and returns the ticket.
+func stripFinalizer(t *testing.T, c *testClient) *flightsv1.FlightTicket {
+	t.Helper()
+	tk := getTicket(t, c)
+	tk.Finalizers = nil
+	if err := c.Update(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
 // A booked ticket whose hold was deleted (by hand, or with the whole ledger
 // namespace) gets it back, and stays Booked.
 func TestMissingHoldIsMadeAgain(t *testing.T) {
@@ -59,11 +71,7 @@ func TestMissingHoldIsMadeAgain(t *testing.T) {
 // landed after the release.
 func TestHoldOfAGoneTicketIsReleased(t *testing.T) {
 	c, r := bookedTicket(t)
-	tk := getTicket(t, c)
-	tk.Finalizers = nil
-	if err := c.Update(t.Context(), tk); err != nil {
-		t.Fatal(err)
-	}
+	tk := stripFinalizer(t, c)
 	if err := c.Delete(t.Context(), tk); err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +86,7 @@ func TestHoldOfAGoneTicketIsReleased(t *testing.T) {
 // A ticket whose finalizer someone removed gets it back.
 func TestStrippedFinalizerIsAddedAgain(t *testing.T) {
 	c, r := bookedTicket(t)
-	tk := getTicket(t, c)
-	tk.Finalizers = nil
-	if err := c.Update(t.Context(), tk); err != nil {
-		t.Fatal(err)
-	}
+	stripFinalizer(t, c)
 	if _, err := r.Reconcile(t.Context(), request("lab", "t")); err != nil {
 		t.Fatal(err)
 	}
