@@ -179,6 +179,7 @@ func waitBooked(t *testing.T, c *harness.Clients, ns, name string) {
 }
 
 // TestLeaderLostWhenAPIServerAway: the leader, cut off from the API server by
-// a proxy, rides out an outage shorter than the renew deadline, and exits
-// with "leader election lost" after a longer one (behaviour.LeaderOutage).
+// a proxy, rides out an outage shorter than the renew deadline minus the
+// retry period, and exits with "leader election lost" after one longer than
+// the renew deadline plus the retry period (behaviour.LeaderOutage).
 func TestLeaderLostWhenAPIServerAway(t *testing.T) { behaviour.LeaderOutage(t, stage) }

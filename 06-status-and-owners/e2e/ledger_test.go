@@ -159,8 +159,9 @@ func TestStrippedFinalizerComesBack(t *testing.T) {
 	harness.Env().Test(t, f)
 }
 
-// TestHoldsComeBackAfterLedgerWipe: deleting the ledger namespace, as
-// uninstalling the operator's namespace does, deletes every seat hold. While
+// TestHoldsComeBackAfterLedgerWipe: deleting a ledger namespace other than
+// the operator's own (uninstalling the operator's namespace would remove the
+// operator and its Roles too) deletes every seat hold. While
 // there is no ledger, no seat is held, and the tickets say so: Booked False,
 // Degraded True; every hold comes back once the namespace does, and the
 // tickets are Booked again.

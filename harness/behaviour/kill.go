@@ -39,8 +39,8 @@ import (
 // kill lands while the proxy holds one chosen write of the process (a trap),
 // and that write is let through only after the next process has done the
 // work it could undo. Stage 06 is killed during a seat-hold write and during
-// a release, the writes of its own that a late arrival can turn into a stray
-// or a lost hold (killDuringHold, killDuringRelease); the other stages, and
+// a release, the writes of its own that a late arrival could turn into a
+// stray hold, or, without the delete's UID precondition, a lost one (killDuringHold, killDuringRelease); the other stages, and
 // 06's first kill, during whatever write to an object comes next
 // (killMidCreate).
 func killedMidBatch(s Stage, scale int) features.Feature {
@@ -252,7 +252,8 @@ func killDuringHold(t *testing.T, k *killRun, target int) {
 // (its hold's deletion) is held (stage 06). The new process releases the
 // ticket and lets it go; the ticket is booked again under the same name,
 // which gives it a hold of the same name. Then the dead process's deletion
-// lands on that new hold: the operator must put it back (checkSeatHolds).
+// arrives: its UID precondition names the old hold, so the API server
+// refuses it with 409 Conflict, and the new hold stays (checkSeatHolds).
 func killDuringRelease(t *testing.T, k *killRun, target int) {
 	f := k.f
 	k.waitProgress(t, target)

@@ -41,8 +41,8 @@ func (f *fixture) seatHolds(ctx context.Context) ([]corev1.ConfigMap, error) {
 
 // checkSeatHolds: after the kills, there are want tickets, every one carries
 // the finalizer and exactly one seat hold with its seats, and no hold
-// belongs to no ticket. A hold is named after its ticket, so a second apply
-// of the same booking changes the hold instead of adding one; what this
+// belongs to no ticket. A hold is named after its ticket, so a second create
+// of the same booking is refused as AlreadyExists instead of adding one; what this
 // catches is a lost hold, wrong seats, or a hold left behind. It waits for
 // that, as long as the operator needs to see to holds a dead process's
 // late write created or deleted.
@@ -126,7 +126,10 @@ func (f *fixture) checkBookedEvents(t *testing.T) {
 		for _, e := range events.Items {
 			if e.Reason == phaseBooked && e.Regarding.Kind == "FlightTicket" {
 				// A repeat within one process is sent as a series on
-				// the first Event, with the count of occurrences.
+				// the first Event: the second occurrence sets its
+				// count to 2 at once (later counts go out only with
+				// client-go's 30-minute refresh), so a count of 2 or
+				// more means at least one repeat.
 				booked[e.Regarding.UID] += max(1, seriesCount(&e))
 			}
 		}
