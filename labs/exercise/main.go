@@ -52,8 +52,10 @@ var Concept = map[int][]string{
 	// controller-runtime: the builders that register the watches, and the
 	// two Reconcile functions.
 	5: {"FlightTicketReconciler.SetupWithManager", "FlightTicketReconciler.Reconcile", "LoggerReconciler.SetupWithManager", "LoggerReconciler.Reconcile", "handleObject"},
-	// Status subresource, owners and finalizers.
-	6: {"FlightTicketReconciler.SetupWithManager", "FlightTicketReconciler.addFinalizer", "FlightTicketReconciler.release", "FlightTicketReconciler.writeStatus", "LoggerReconciler.SetupWithManager", "LoggerReconciler.adopt", "LoggerReconciler.writeStatus"},
+	// Conditions and observedGeneration, the owner reference and Owns, the
+	// finalizer's add and release, and the Events. The status writes through
+	// /status, the seat ledger and the Reconcile bodies are given.
+	6: {"setConditions", "ticketStatus", "loggerStatus", "LoggerReconciler.ownedDeployment", "LoggerReconciler.SetupWithManager", "FlightTicketReconciler.addFinalizer", "FlightTicketReconciler.release", "recordFailure", "LoggerReconciler.adopt"},
 }
 
 func main() {
@@ -204,6 +206,7 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 		}
 	}
 	if !strings.HasSuffix(path, "_test.go") {
+		dropped := droppedImports(f, cut)
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil || !contains(cut, funcName(fn)) {
@@ -219,8 +222,8 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 			if len(lab) == 1 {
 				where = lab[0] + ", section Exercise,"
 			}
-			body := fmt.Sprintf("{\n\t// TODO(lab %d): write %s. The comment above says what it does;\n\t// %s says how.\n\tpanic(%q)\n}",
-				n, name, where, fmt.Sprintf("TODO(lab %d): write %s", n, name))
+			body := fmt.Sprintf("{\n\t// TODO(lab %d): write %s. The comment above says what it does;\n\t// %s says how.\n%s\tpanic(%q)\n}",
+				n, name, where, importsHint(fn, dropped), fmt.Sprintf("TODO(lab %d): write %s", n, name))
 			edits = append(edits, edit{fset.Position(fn.Body.Lbrace).Offset, fset.Position(fn.Body.Rbrace).Offset + 1, body})
 		}
 	}
@@ -239,6 +242,66 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 	return format.Source(out)
 }
 
+// droppedImports maps the name of each import that only the functions in cut
+// use to its import line (e.g. apierrors -> apierrors "k8s.io/.../errors"):
+// once they are cut, nothing uses it, and dropUnusedImports removes it.
+func droppedImports(f *ast.File, cut []string) map[string]string {
+	used := map[string]bool{}
+	for _, decl := range f.Decls {
+		if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil && contains(cut, funcName(fn)) {
+			continue
+		}
+		for name := range packagesUsed(decl) {
+			used[name] = true
+		}
+	}
+	dropped := map[string]string{}
+	for _, imp := range f.Imports {
+		name := importName(imp)
+		if name == "_" || name == "." || used[name] {
+			continue
+		}
+		line := imp.Path.Value
+		if imp.Name != nil {
+			line = imp.Name.Name + " " + line
+		}
+		dropped[name] = line
+	}
+	return dropped
+}
+
+// importsHint is the comment lines, for the TODO of fn, that list the
+// imports fn used and the copy no longer has: the learner's code will most
+// likely need them back.
+func importsHint(fn *ast.FuncDecl, dropped map[string]string) string {
+	var lines []string
+	for name := range packagesUsed(fn.Body) {
+		if line, ok := dropped[name]; ok {
+			lines = append(lines, "\t//   "+line+"\n")
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	sort.Strings(lines)
+	return "\t// The code that was here used these imports, which this file no\n\t// longer has (Go refuses an unused import): add them back.\n" + strings.Join(lines, "")
+}
+
+// packagesUsed is the set of identifiers that n uses as the X of X.Sel:
+// the package names it refers to (and, harmlessly, variables).
+func packagesUsed(n ast.Node) map[string]bool {
+	used := map[string]bool{}
+	ast.Inspect(n, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok {
+				used[id.Name] = true
+			}
+		}
+		return true
+	})
+	return used
+}
+
 // dropUnusedImports removes the imports that no code in the file refers to
 // any more (Go refuses to compile a file with one).
 func dropUnusedImports(src []byte, path string) ([]byte, error) {
@@ -247,15 +310,7 @@ func dropUnusedImports(src []byte, path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("after cutting: %w", err)
 	}
-	used := map[string]bool{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if sel, ok := n.(*ast.SelectorExpr); ok {
-			if id, ok := sel.X.(*ast.Ident); ok {
-				used[id.Name] = true
-			}
-		}
-		return true
-	})
+	used := packagesUsed(f)
 	var drop [][2]int
 	for _, imp := range f.Imports {
 		name := importName(imp)

@@ -91,7 +91,6 @@ func CacheByObject(ledgerNamespace string) map[client.Object]cache.ByObject {
 // syncLogger.
 func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx) // carries the Logger's namespace and name
-	namespace, name := req.Namespace, req.Name
 
 	// Step 1: read the Logger from the cache.
 	var l examplev1.Logger // from the cache: a deep copy, ours to change
@@ -114,8 +113,8 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := checkSpec(l.Spec); err != nil {
 		return ctrl.Result{}, err
 	}
-	want := desiredDeployment(namespace, name, l.Spec, r.Image)
-	if err := controllerutil.SetControllerReference(&l, want, r.Scheme()); err != nil {
+	want, err := r.ownedDeployment(&l)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	// Step 4: create, adopt or repair the Deployment. The API server's
@@ -124,7 +123,7 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	wrote := true
 	var failure *deploymentFailure
 	var d appsv1.Deployment
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), &d)
+	err = r.Get(ctx, client.ObjectKeyFromObject(want), &d)
 	switch {
 	case apierrors.IsNotFound(err):
 		// The Deployment's delete event can come before the Logger's: the
@@ -185,6 +184,19 @@ func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		err = failure
 	}
 	return ctrl.Result{}, err
+}
+
+// ownedDeployment is the Deployment l's spec asks for, with l as its
+// controller owner (controller: true, blockOwnerDeletion: true). That one
+// reference does two jobs: the garbage collector deletes the Deployment
+// when l is gone, operator or not, and Owns (SetupWithManager) maps the
+// Deployment's events to l.
+func (r *LoggerReconciler) ownedDeployment(l *examplev1.Logger) (*appsv1.Deployment, error) {
+	want := desiredDeployment(l.Namespace, l.Name, l.Spec, r.Image)
+	if err := controllerutil.SetControllerReference(l, want, r.Scheme()); err != nil {
+		return nil, err
+	}
+	return want, nil
 }
 
 // checkSpec refuses a spec the operator cannot act on: an interval under a
