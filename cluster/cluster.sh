@@ -194,17 +194,35 @@ KIND_BIN="${KIND_BIN:-$BIN/kind}"
 # The node image: kind's own default would be another Kubernetes minor.
 KIND_NODE_IMAGE="${KIND_NODE_IMAGE:-$(pin KIND_NODE_IMAGE)}"
 
-# node_image: the pinned kindest/node, unless it is neither here nor
-# pullable (no registry) and `make kind-image` built one from source.
+# node_image: the image kind makes its node from. The pinned kindest/node
+# when it is here or can be pulled; else the one `make kind-image` built from
+# source, said in one line; else none, and one line that says how to get one
+# (kind itself would end in "failed to pull image", naming no way out).
 node_image() {
-	local local_image
-	local_image="operator-flow/kind-node:$(pin KUBE_VERSION)"
-	if ! "$DOCKER" image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1 &&
-		"$DOCKER" image inspect "$local_image" >/dev/null 2>&1 &&
-		! with_timeout 120 "$DOCKER" pull -q "$KIND_NODE_IMAGE" >/dev/null 2>&1; then
-		say "${KIND_NODE_IMAGE%@*} cannot be pulled here; using $local_image, built from source by 'make kind-image'" >&2
-		echo "$local_image"
+	local source_image out mins=5
+	source_image="operator-flow/kind-node:$(pin KUBE_VERSION)"
+	if "$DOCKER" image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1; then
+		echo "$KIND_NODE_IMAGE"
 		return
+	fi
+	if "$DOCKER" image inspect "$source_image" >/dev/null 2>&1; then
+		if with_timeout 120 "$DOCKER" pull -q "$KIND_NODE_IMAGE" >/dev/null 2>&1; then
+			echo "$KIND_NODE_IMAGE"
+		else
+			say "${KIND_NODE_IMAGE%@*} cannot be pulled here; using $source_image, built from source by 'make kind-image'" >&2
+			echo "$source_image"
+		fi
+		return
+	fi
+	# No timeout: this is the download kind would make, however long it takes.
+	say "pulling ${KIND_NODE_IMAGE%@*} for kind's node (once)" >&2
+	if ! out=$("$DOCKER" pull -q "$KIND_NODE_IMAGE" 2>&1); then
+		out="no kind node image here, and ${KIND_NODE_IMAGE%@*} cannot be pulled ($(echo "$out" | tail -n1))"
+		[[ $(uname -s) == Linux ]] ||
+			die "$out: kind needs it, and only Linux builds one from source. Pull it where the registry answers, or use the default embedded cluster: make cluster"
+		# node-image.sh also builds the control plane when `make tools` has not.
+		[[ -x $BIN/kube-apiserver && -x $BIN/etcd ]] || mins=18
+		die "$out: build one from source with 'make kind-image' (about $mins minutes, once), then run this again"
 	fi
 	echo "$KIND_NODE_IMAGE"
 }

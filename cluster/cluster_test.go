@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -151,12 +152,15 @@ func TestMakeRefusesOversizedKindRuns(t *testing.T) {
 func kindStandIns(t *testing.T) string {
 	return fakeBin(t, map[string]string{
 		// With OFFLINE set, kindest/node is neither here nor pullable, and
-		// make kind-image has built the node image.
+		// make kind-image has built the node image, unless NO_SOURCE_IMAGE
+		// is set too.
 		"docker": `echo "docker $*" >>"$CALLS"
 case "$1 $2 $3" in
 info*) echo 20.10.24 ;;
 start*) touch "$READY" ;;
-"image inspect kindest/"*|pull*) [ -z "$OFFLINE" ] ;;
+"image inspect kindest/"*) [ -z "$OFFLINE" ] ;;
+"image inspect operator-flow/"*) [ -z "$NO_SOURCE_IMAGE" ] ;;
+pull*) [ -z "$OFFLINE" ] || { echo 'Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host' >&2; exit 1; } ;;
 esac
 `,
 		// `get clusters` lists one more cluster a moment later: whoever
@@ -356,5 +360,37 @@ func TestKindOfflineUsesLocalNodeImage(t *testing.T) {
 	}
 	if !strings.Contains(out, "cannot be pulled here; using "+local) {
 		t.Errorf("up did not say which node image it used and why:\n%s", out)
+	}
+}
+
+// TestKindWithoutNodeImageSaysHowToGetOne: where kindest/node is neither here
+// nor pullable and no node image was built from source, `up` stops within
+// seconds, before kind runs, with one line that gives the pull's error and
+// the command that builds a node image (Linux) or what to do instead.
+func TestKindWithoutNodeImageSaysHowToGetOne(t *testing.T) {
+	name := "fake-kind-noimage"
+	env, calls, _ := kindEnv(t, kindStandIns(t), name)
+	out, took, err := run(t, append(env, "OFFLINE=1", "NO_SOURCE_IMAGE=1"), "./cluster.sh", "up")
+	if err == nil {
+		t.Fatalf("cluster.sh up with no node image anywhere succeeded:\n%s", out)
+	}
+	want := "'make kind-image' (about "
+	if runtime.GOOS != "linux" {
+		want = "make cluster"
+	}
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "error: ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "cannot be pulled (") || !strings.Contains(line, "no such host") || !strings.Contains(line, want) {
+		t.Errorf("want one error line that gives the pull's error and %q:\n%s", want, out)
+	}
+	if got := strings.Join(readCalls(t, calls), "\n"); strings.Contains(got, "kind create") {
+		t.Errorf("kind was asked to create a cluster with no node image; the calls:\n%s", got)
+	}
+	if took > 15*time.Second {
+		t.Errorf("took %s to fail; it must fail within seconds", took)
 	}
 }

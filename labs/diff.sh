@@ -2,7 +2,7 @@
 # diff.sh N: what stage N changes in stage N-1, as a diff to read as a lesson.
 #
 #   make diff-5            the change, tests left out
-#   make diff-5 TESTS=1    the tests too
+#   make diff-5 TESTS=1    the tests too, after everything else
 #   make diff-5 COLOR=1    in colour (pipe to less -R)
 #
 # Before diffing, both stages are copied and tidied, so that only what a
@@ -17,13 +17,24 @@
 #     CRDs and the RBAC role controller-gen writes) and go.sum are left out:
 #     tools wrote them. READMEs are left out too; read them whole.
 #   - Tests are left out unless TESTS=1.
+#   - 01's YAML is left out of diff-2: 02 has no copy of it because it runs
+#     on 01's CRDs and samples from 01's folder, so it is not deleted.
 # A file that moved is paired with the file it came from when enough of it
 # is the same (git's rename detection; -M15%: 15% similar, low enough to
 # pair 04's loggers.go with 05's internal/controller/logger_controller.go),
 # so a file that controller-runtime's layout moves shows as a rename and
 # its changed lines, not as a deletion and an addition.
 #
-# It runs on macOS's bash 3.2 and BSD tools as well as on Linux.
+# The files come in the order the stage's README walks them, not in
+# alphabetical order: the Go first, then manifests and scripts. The order
+# is labs/diff-order/NN.txt, a git order file (git diff -O); its "## "
+# lines name the parts, and the summary says which file each part starts
+# at. Files it does not list (tests, with TESTS=1) come last. git diff
+# --no-index would rank every deleted file under the name /dev/null, so
+# both copies are written as trees into a scratch repository and those
+# trees are diffed.
+#
+# It runs on macOS's bash 3.2 and BSD tools as well as on Linux, with git 2.x.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 n=$((10#${1:?usage: diff.sh N (2 to 6)}))
@@ -31,6 +42,8 @@ n=$((10#${1:?usage: diff.sh N (2 to 6)}))
 old=$(cd "$ROOT" && ls -d "$(printf %02d $((n - 1)))"-* 2>/dev/null | head -n1 || true)
 new=$(cd "$ROOT" && ls -d "$(printf %02d "$n")"-* 2>/dev/null | head -n1 || true)
 [[ -n $old && -n $new ]] || { echo "error: stage $((n - 1)) or $n does not exist yet" >&2; exit 1; }
+order=$ROOT/labs/diff-order/$(printf %02d "$n").txt
+[[ -f $order ]] || { echo "error: $order is missing: it gives the order diff-$n shows its files in" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -60,11 +73,31 @@ copy() {
 copy "$old" "$tmp/a"
 copy "$new" "$tmp/b"
 rm -f "$tmp/.sed"
+
+# 02 has no copy of 01's YAML: it uses 01's CRDs and samples where they
+# are. Shown as deleted, they would read as a change they are not.
+left_out=""
+if ((n == 2)); then
+	rm -rf "$tmp/a/crds" "$tmp/a/invalid" "$tmp/a/samples"
+	left_out="  $old's YAML left out (crds/, invalid/, samples/): it stays there, and $new runs on those CRDs and samples"
+fi
+
+# Both copies as trees of a scratch repository: -f, because a user's global
+# ignore rules must not hide a stage's file.
 cd "$tmp"
+git init -q .
+git add -A -f a b
+# tree DIR: the tree of DIR's files; git's empty tree when it has none (01
+# once its YAML is left out).
+tree() {
+	if [[ -n $(find "$1" -type f) ]]; then git write-tree --prefix="$1/"; else git hash-object -w -t tree /dev/null; fi
+}
+ta=$(tree a)
+tb=$(tree b)
+git_diff() { git --no-pager diff -M15% -O"$order" "$@" "$ta" "$tb"; }
 
-git_diff() { git --no-pager diff --no-index -M15% "$@" a b || true; }
-
-# The summary: files, and lines added and removed, in all and in Go.
+# The summary: files, and lines added and removed, in all and in Go; then
+# the parts of the order file and the file each starts at.
 git_diff --numstat | awk -v old="$old" -v new="$new" -v tests="${TESTS:-}" '
 	{ files++; add += $1; del += $2 }
 	/\.go$|\.go}$|\.go => / { goadd += $1; godel += $2 }
@@ -72,8 +105,20 @@ git_diff --numstat | awk -v old="$old" -v new="$new" -v tests="${TESTS:-}" '
 		printf "diff-%s: %s -> %s\n", substr(new, 2, 1), old, new
 		printf "  %d files changed: +%d -%d lines; Go: +%d -%d\n", files, add, del, goadd, godel
 		printf "  stage names normalised to STAGE and NN; generated code and READMEs left out; %s\n",
-			tests ? "tests included" : "tests left out (TESTS=1 shows them)"
+			tests ? "tests included, last" : "tests left out (TESTS=1 shows them)"
 	}'
+[[ -z $left_out ]] || echo "$left_out"
+# Print each "## " part of the order file with the first of its files that
+# the diff shows. awk reads the diff's file names first (NR == FNR).
+git_diff --name-only | awk '
+	NR == FNR { shown[$0] = 1; next }
+	/^## / { part = substr($0, 4); next }
+	/^#/ || NF == 0 { next }
+	part != "" && ($0 in shown) {
+		if (!head++) print "  the files in the order the README walks them:"
+		printf "    from %s: %s\n", $0, part
+		part = ""
+	}' - "$order"
 echo
 git_diff --stat=100
 echo
