@@ -63,6 +63,8 @@ func (s *stream) connect(ctx context.Context) {
 	}
 }
 
+// tryConnect is one attempt at what connect does: LIST first if there is no
+// resourceVersion to resume from, then open the watch.
 func (s *stream) tryConnect(ctx context.Context) error {
 	if s.rv == "" {
 		list, err := s.list(ctx, metav1.ListOptions{})

@@ -110,7 +110,7 @@ func TestInvalidObjectCount(t *testing.T) {
 	files, _ := filepath.Glob("../01-crd-yaml/invalid/*.yaml")
 	n := fmt.Sprint(len(files))
 	for path, re := range map[string]string{
-		"README.md":             `(\d+) invalid objects`,
+		"docs/testing.md":       `(\d+) invalid objects`,
 		"01-crd-yaml/README.md": `All (\d+) files`,
 	} {
 		m := regexp.MustCompile(re).FindAllStringSubmatch(read(t, path), -1)

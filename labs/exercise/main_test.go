@@ -74,3 +74,16 @@ func TestCutDropsUnusedImports(t *testing.T) {
 		t.Errorf("unexpected result:\n%s", s)
 	}
 }
+
+// An import of the stage's own packages that only a cut function used is
+// listed in its TODO under the copy's path, not the stage's.
+func TestImportsHintNamesTheCopy(t *testing.T) {
+	src := []byte("package x\n\nimport v1 \"" + module + "/03-informer-cache/api/flights/v1\"\n\nfunc f() { _ = v1.SchemeGroupVersion }\n")
+	out, err := rewrite(src, "x.go", module+"/03-informer-cache", module+"/workspace/03-informer-cache", 3, []string{"f"}, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(out); !strings.Contains(s, `//   v1 "`+module+`/workspace/03-informer-cache/api/flights/v1"`) || strings.Contains(s, "import v1") {
+		t.Errorf("want the import dropped and listed under the copy's path:\n%s", s)
+	}
+}
