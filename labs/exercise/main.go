@@ -55,7 +55,7 @@ var Concept = map[int][]string{
 	// Conditions and observedGeneration, the owner reference and Owns, the
 	// finalizer's add and release, and the Events. The status writes through
 	// /status, the seat ledger and the Reconcile bodies are given.
-	6: {"setConditions", "ticketStatus", "loggerStatus", "LoggerReconciler.ownedDeployment", "LoggerReconciler.SetupWithManager", "FlightTicketReconciler.addFinalizer", "FlightTicketReconciler.release", "recordFailure", "LoggerReconciler.adopt"},
+	6: {"setConditions", "ticketStatus", "loggerStatus", "LoggerReconciler.ownedDeployment", "LoggerReconciler.SetupWithManager", "LoggerReconciler.adopt", "FlightTicketReconciler.addFinalizer", "FlightTicketReconciler.release", "recordFailure"},
 }
 
 func main() {
@@ -271,10 +271,16 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 func droppedImports(f *ast.File, cut []string, oldPath, newPath string) map[string]string {
 	used := map[string]bool{}
 	for _, decl := range f.Decls {
+		var n ast.Node = decl
 		if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil && contains(cut, funcName(fn)) {
-			continue
+			n = fn.Type // a cut function keeps its signature, and what it uses
+			if fn.Recv != nil {
+				for name := range packagesUsed(fn.Recv) {
+					used[name] = true
+				}
+			}
 		}
-		for name := range packagesUsed(decl) {
+		for name := range packagesUsed(n) {
 			used[name] = true
 		}
 	}

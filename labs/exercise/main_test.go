@@ -87,3 +87,15 @@ func TestImportsHintNamesTheCopy(t *testing.T) {
 		t.Errorf("want the import dropped and listed under the copy's path:\n%s", s)
 	}
 }
+
+// An import the cut function's signature uses stays: the signature does.
+func TestSignatureKeepsItsImports(t *testing.T) {
+	src := []byte("package x\n\nimport \"strings\"\n\nfunc f(b *strings.Builder) { b.WriteString(\"hi\") }\n")
+	out, err := rewrite(src, "x.go", "a", "b", 2, []string{"f"}, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(out); !strings.Contains(s, "import \"strings\"") || strings.Contains(s, "add them back") {
+		t.Errorf("want strings kept and no hint:\n%s", s)
+	}
+}
