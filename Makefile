@@ -87,7 +87,7 @@ $(BIN)/kubectl: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
 	@touch $@
 
 $(KUBE_BINS) &: $(PINS)/KUBE_VERSION tools/kube/go.mod tools/kube/go.sum
-	@echo ">> building kube-apiserver, kube-controller-manager, kube-scheduler $(KUBE_VERSION) from source into ./bin: once, about 10 minutes on 2 cores"
+	@echo ">> building kube-apiserver, kube-controller-manager, kube-scheduler $(KUBE_VERSION) from source into ./bin: about 10 minutes on 2 cores the first time, seconds when Go's build cache has them"
 	@start=$$SECONDS; cd tools/kube && $(STATIC_GO) -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
 		k8s.io/kubernetes/cmd/kube-scheduler; \
