@@ -193,3 +193,18 @@ func TestForeignDeploymentIsNotTakenOver(t *testing.T) {
 		t.Errorf("%d writes, want 1 (the refused create)", writes)
 	}
 }
+
+// A Deployment's event queues the Logger its instance label names, in its
+// own namespace; one without the label queues nothing.
+func TestHandleObjectMapsADeploymentToItsLogger(t *testing.T) {
+	labelled := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "logger-audit",
+		Labels: map[string]string{instanceLabel: "audit"}}}
+	got := handleObject(context.Background(), labelled)
+	if len(got) != 1 || got[0].NamespacedName != (types.NamespacedName{Namespace: "lab", Name: "audit"}) {
+		t.Errorf("handleObject(logger-audit labelled audit) = %v, want [lab/audit]", got)
+	}
+	bare := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "other"}}
+	if got := handleObject(context.Background(), bare); len(got) != 0 {
+		t.Errorf("handleObject(a Deployment without %s) = %v, want nothing", instanceLabel, got)
+	}
+}
