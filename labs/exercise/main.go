@@ -230,6 +230,7 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 	}
 	if !strings.HasSuffix(path, "_test.go") {
 		dropped := droppedImports(f, cut, oldPath, newPath)
+		hinted := map[string]bool{} // each import is listed once a file
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil || !contains(cut, funcName(fn)) {
@@ -246,7 +247,7 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 				where = lab[0] + ", section Exercise,"
 			}
 			body := fmt.Sprintf("{\n\t// TODO(lab %d): write %s. The comment above says what it does;\n\t// %s says how.\n%s\tpanic(%q)\n}",
-				n, name, where, importsHint(fn, dropped), fmt.Sprintf("TODO(lab %d): write %s", n, name))
+				n, name, where, importsHint(fn, dropped, hinted), fmt.Sprintf("TODO(lab %d): write %s", n, name))
 			edits = append(edits, edit{fset.Position(fn.Body.Lbrace).Offset, fset.Position(fn.Body.Rbrace).Offset + 1, body})
 		}
 	}
@@ -306,11 +307,13 @@ func droppedImports(f *ast.File, cut []string, oldPath, newPath string) map[stri
 
 // importsHint is the comment lines, for the TODO of fn, that list the
 // imports fn used and the copy no longer has: the learner's code will most
-// likely need them back.
-func importsHint(fn *ast.FuncDecl, dropped map[string]string) string {
+// likely need them back. An import already listed at another TODO of the
+// file (hinted) is not listed again: one import line is all Go allows.
+func importsHint(fn *ast.FuncDecl, dropped map[string]string, hinted map[string]bool) string {
 	var lines []string
 	for name := range packagesUsed(fn.Body) {
-		if line, ok := dropped[name]; ok {
+		if line, ok := dropped[name]; ok && !hinted[name] {
+			hinted[name] = true
 			lines = append(lines, "\t//   "+line+"\n")
 		}
 	}
