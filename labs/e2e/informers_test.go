@@ -11,8 +11,9 @@ import (
 	"github.com/operator-flow/operator-flow/harness"
 )
 
-// TestSharedInformersSaveWatchesAndCopies runs lab 3's demo (labs/informers)
-// in both modes and checks the numbers the lab shows: two controllers with
+// TestSharedInformersSaveWatchesAndCopies runs the demo of
+// docs/shared-informers.md (labs/informers) in both modes and checks the
+// numbers it shows: two controllers with
 // an informer each hold two WATCHes and two copies of every ticket; with one
 // shared factory, one and one.
 func TestSharedInformersSaveWatchesAndCopies(t *testing.T) {
