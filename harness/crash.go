@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -112,12 +113,12 @@ func (o *Operator) exitStatus() string {
 }
 
 // panicSite finds where a Go stack trace panicked and returns it as
-// "\nat FILE:LINE (FUNCTION)", or "" when it cannot tell. The panicking
-// goroutine comes first. Its frames start at the function that panicked,
-// unless the panic went through a deferred recover (apimachinery's
-// HandleCrash, controller-runtime's Reconcile): then the function that
-// panicked is the frame after the last "panic(" frame, which is the runtime
-// raising it.
+// "\nat FILE:LINE (FUNCTION)", FILE relative to the repository when it is
+// in it, or "" when it cannot tell. The panicking goroutine comes first.
+// Its frames start at the function that panicked, unless the panic went
+// through a deferred recover (apimachinery's HandleCrash, controller-runtime's
+// Reconcile): then the function that panicked is the frame after the last
+// "panic(" frame, which is the runtime raising it.
 func panicSite(trace []string) string {
 	var frames []string // function, file, function, file, ...
 	in := false
@@ -147,6 +148,9 @@ func panicSite(trace []string) string {
 	fn, file := frames[at], frames[at+1]
 	if i := strings.LastIndex(file, " +0x"); i >= 0 {
 		file = file[:i]
+	}
+	if root, err := RepoRoot(); err == nil {
+		file = strings.TrimPrefix(file, root+string(filepath.Separator)) // workspace/04-workqueue/...
 	}
 	if i := strings.LastIndex(fn, "/"); i >= 0 {
 		fn = fn[i+1:] // the package path says nothing the file does not

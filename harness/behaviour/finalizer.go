@@ -68,7 +68,7 @@ func ReleaseTicketsAtCleanup(t testing.TB, c *harness.Clients, ns, kubeconfig, b
 		})
 		switch {
 		case crash != "":
-			t.Errorf("%s\nso the %d tickets left in %s were not released", crash, left, ns)
+			t.Errorf("%s\nso %d ticket(s) left in %s were not released", crash, left, ns)
 		case err != nil:
 			t.Errorf("waiting %s for the tickets left in %s to be released: %v; %d tickets left", converge, ns, err, left)
 		}
