@@ -243,11 +243,26 @@ func (c *Clients) Namespace(t testing.TB, prefix string) string {
 // Eventually polls cond every 100 ms until it returns true, and fails the test
 // when timeout passes first. cond returns a description of what it saw; the
 // last one is printed on failure, so that a timeout says what was wrong.
+//
+// It fails at once, without waiting out timeout, once an operator that t (or
+// a test t runs within) started has crashed: it panicked, or it exited
+// although the test did not stop it (Operator.Crash). What the test waits
+// for will not come then, and the panic says why. The crash is looked up
+// before cond runs: a crash seen then happened before cond looked, so a test
+// that waits for the exit itself, or for what the exit leaves behind, sees
+// its condition met rather than the crash.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
-	var last string
+	var last, crash string
+	start := time.Now()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		crashed := crashReport(t)
 		ok, seen, err := cond(ctx)
+		if !ok && crashed != "" {
+			// Whatever cond saw, or failed to read, the crash explains.
+			crash, last = crashed, seen
+			return false, errors.New(crashed)
+		}
 		if deadline, ok := ctx.Deadline(); err != nil && ok && time.Until(deadline) < time.Second {
 			// The timeout ran out during this attempt (client-go refuses to
 			// start a request it cannot finish in time): what the previous
@@ -257,6 +272,15 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 		last = seen
 		return ok, err
 	})
+	if crash != "" {
+		// The crash first: it is the reason, and labs/check shows only a
+		// failure's first lines.
+		seen := ""
+		if last = strings.TrimSpace(last); last != "" {
+			seen = "; last seen: " + last
+		}
+		t.Fatalf("%s\nso stopped waiting for %s after %.1fs of %s%s", crash, what, time.Since(start).Seconds(), timeout, seen)
+	}
 	if err != nil {
 		t.Fatalf("waiting %s for %s: %v; last seen: %s", timeout, what, err, strings.TrimSpace(last))
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -65,6 +66,12 @@ type Operator struct {
 	log  *syncBuffer
 	done chan struct{}
 	err  error
+	// stopping is set by Stop, Kill and ExpectExit: from then on the
+	// process ends because the test made it, and that is no crash.
+	stopping atomic.Bool
+	// ownExit: the process ended before stopping was set. Written before
+	// done is closed, read only after.
+	ownExit bool
 }
 
 // StartOperator runs bin with --kubeconfig pointing at the test cluster plus
@@ -72,7 +79,7 @@ type Operator struct {
 // in memory for WaitForLog, and printed when the test fails.
 func StartOperator(t testing.TB, kubeconfig, bin string, args ...string) *Operator {
 	t.Helper()
-	o := &Operator{t: t, log: &syncBuffer{}, done: make(chan struct{})}
+	o := &Operator{t: t, log: newSyncBuffer(), done: make(chan struct{})}
 	o.cmd = exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	o.cmd.Stdout = o.log
 	o.cmd.Stderr = o.log
@@ -81,9 +88,12 @@ func StartOperator(t testing.TB, kubeconfig, bin string, args ...string) *Operat
 	}
 	go func() {
 		o.err = o.cmd.Wait()
+		o.ownExit = !o.stopping.Load()
 		close(o.done)
 	}()
+	register(t, o)
 	t.Cleanup(func() {
+		defer unregister(o)
 		// Still running: it must shut down cleanly, as on any SIGTERM. (A
 		// process that ended before, killed or crashed, is the business of
 		// the test that saw it end. One that has printed nothing yet may
@@ -110,6 +120,7 @@ func (o *Operator) Stop() error {
 		return o.err
 	default:
 	}
+	o.stopping.Store(true)
 	_ = o.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-o.done:
@@ -128,9 +139,15 @@ func (o *Operator) Kill() {
 		return
 	default:
 	}
+	o.stopping.Store(true)
 	_ = o.cmd.Process.Kill()
 	<-o.done
 }
+
+// ExpectExit says that the operator is about to end on its own because of
+// what the test does next (it cuts the API server off, say, and the leader
+// gives up): that exit is then no crash (see Crash).
+func (o *Operator) ExpectExit() { o.stopping.Store(true) }
 
 // Exited reports whether the process has ended.
 func (o *Operator) Exited() bool {
@@ -146,19 +163,24 @@ func (o *Operator) Exited() bool {
 func (o *Operator) Log() string { return o.log.String() }
 
 // WaitForLog waits until the operator's output contains every one of parts on
-// a single line, and returns that line.
+// a single line, and returns that line. It fails as soon as the operator has
+// exited without printing it, for whatever reason.
 func (o *Operator) WaitForLog(timeout time.Duration, parts ...string) string {
 	o.t.Helper()
 	var found string
 	Eventually(o.t, timeout, fmt.Sprintf("an operator log line with %q", parts), func(context.Context) (bool, string, error) {
-		if o.Exited() {
-			return false, "", fmt.Errorf("the operator exited: %v", o.err)
-		}
+		// Read before the log: once the process has exited its output is
+		// complete (exec.Cmd.Wait returns after copying it), so a line
+		// printed just before the exit is still found.
+		exited := o.Exited()
 		for _, line := range strings.Split(o.Log(), "\n") {
 			if containsAll(line, parts) {
 				found = line
 				return true, line, nil
 			}
+		}
+		if exited {
+			return false, "", fmt.Errorf("the operator exited (%v) without printing it; its last lines:\n%s", o.exitStatus(), lastLines(o.Log(), 5))
 		}
 		return false, lastLines(o.Log(), 5), nil
 	})
@@ -194,16 +216,45 @@ func lastLines(s string, n int) string {
 }
 
 // syncBuffer is a bytes.Buffer that the process's output goroutine and the
-// test can use at the same time.
+// test can use at the same time. It notes where the first panic of each
+// kind starts as the lines come in (see Operator.Crash), so that a wait can
+// ask at every poll without reading the whole output again.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	scanned int // bytes of b whose lines were looked at
+	// Offsets in b of the first line of each kind, -1 while there is none:
+	// the Go runtime's report of a panic that ends the process, and a
+	// panic that a handler caught and logged (observedPanic).
+	goPanic, caught int
 }
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{goPanic: -1, caught: -1} }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	for {
+		line, _, complete := bytes.Cut(s.b.Bytes()[s.scanned:], []byte("\n"))
+		if !complete {
+			return n, err
+		}
+		switch {
+		case s.goPanic < 0 && isGoPanic(line):
+			s.goPanic = s.scanned
+		case s.caught < 0 && bytes.Contains(line, observedPanic):
+			s.caught = s.scanned
+		}
+		s.scanned += len(line) + 1
+	}
+}
+
+// panics returns the offsets of the first panic of each kind, -1 for none.
+func (s *syncBuffer) panics() (goPanic, caught int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.goPanic, s.caught
 }
 
 func (s *syncBuffer) String() string {

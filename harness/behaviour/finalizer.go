@@ -2,6 +2,7 @@ package behaviour
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -45,19 +46,30 @@ func ReleaseTicketsAtCleanup(t testing.TB, c *harness.Clients, ns, kubeconfig, b
 			return
 		}
 		// Stopped by its own cleanup, which runs right after this one.
-		harness.StartOperator(t, kubeconfig, bin, append([]string{"--namespace", ns}, args...)...)
+		op := harness.StartOperator(t, kubeconfig, bin, append([]string{"--namespace", ns}, args...)...)
 		// Polled here rather than with harness.Eventually, whose t.Fatalf
 		// would cut the remaining cleanups short (the operator's among them).
-		left := 0
+		// Only this operator's crash ends the wait early: the test's own
+		// operators, which may have crashed before, are not the ones
+		// releasing these tickets.
+		left, crash := 0, ""
 		err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, converge, true, func(ctx context.Context) (bool, error) {
+			crashed := op.Crash() // before the list: see harness.Eventually
 			list, err := tickets.List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
 			}
 			left = len(list.Items)
+			if left > 0 && crashed != "" {
+				crash = crashed
+				return false, errors.New(crash)
+			}
 			return left == 0, nil
 		})
-		if err != nil {
+		switch {
+		case crash != "":
+			t.Errorf("%s\nso %d ticket(s) left in %s were not released", crash, left, ns)
+		case err != nil:
 			t.Errorf("waiting %s for the tickets left in %s to be released: %v; %d tickets left", converge, ns, err, left)
 		}
 	})

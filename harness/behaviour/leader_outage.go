@@ -86,6 +86,9 @@ func leaderOutage(s Stage) features.Feature {
 			return ctx
 		}).
 		Assess("an outage longer than the renew deadline ends the process: leader election lost", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			// The exit this step causes is no crash, for any wait of the
+			// feature that comes after it.
+			f.op.ExpectExit()
 			p.disconnect()
 			cut := time.Now()
 			// The elector's last renewal loop gives up after the renew

@@ -12,13 +12,17 @@
 // learner's copy, workspace/<stage N's folder>. CHECK_RUN limits the run to
 // some tests, as `go test -run` does.
 //
-// Expected output, for the starting point that `make exercise-4` writes:
+// Expected output, for the starting point that `make exercise-4` writes,
+// within seconds: the operator panics as it starts, and each check fails at
+// its first wait, naming the panic and the line it was raised at.
 //
 //	>> checking ./workspace/04-workqueue against stage 04's tests
-//	FAIL  Behaviour / FlightTicket is booked / a new ticket gets phase Booked and the documented message
-//	      booking.go:23: waiting 1m0s for ticket amsterdam-lisbon to say "Booked 2 seat(s) from Amsterdam to Lisbon": ...
+//	FAIL  DedupeWhileBusy / dedupe / 10 updates to one ticket while the worker is busy make one sync that writes
+//	      dedupe_test.go:48: the operator panicked: panic: TODO(lab 4): write controller.Run [recovered, repanicked]
+//	      at workspace/04-workqueue/controller.go:88 (main.(*controller).Run)
+//	      so stopped waiting for the worker to be held on ticket holder after 0.1s of 1m0s; last seen: no write to holder yet
 //	...
-//	0 of 19 checks pass. Not there yet: read the FAIL lines above, and compare with 'make diff-4' when you are stuck.
+//	0 of 11 checks pass. Not there yet: read the FAIL lines above, and compare with 'make diff-4' when you are stuck.
 //
 // It never says "well done" unless `go test` itself passed: a failure that
 // a test records after its subtests ran (a cleanup, say) is a FAIL line of
@@ -34,6 +38,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,7 +247,10 @@ func words(test string) string {
 	return strings.Join(parts, " / ")
 }
 
-// reasons keeps the lines a failing test printed about why it failed.
+// reasons keeps the lines a failing test printed about why it failed: the
+// first six; or, when the operator crashed, the harness's report of the
+// crash (harness.Operator.Crash), whatever the test printed before it, and
+// nothing after it (the operator's output, which repeats the panic).
 func reasons(lines []string) []string {
 	var out []string
 	for _, l := range lines {
@@ -255,9 +263,28 @@ func reasons(lines []string) []string {
 			l = l[:300] + "…"
 		}
 		out = append(out, l)
-		if len(out) == 6 {
-			break
-		}
 	}
-	return out
+	for i, l := range out {
+		if !isCrash(l) {
+			continue
+		}
+		// The report ends where the next message begins: its own lines
+		// carry no file:line.
+		end := i + 1
+		for end < len(out) && !message.MatchString(out[end]) {
+			end++
+		}
+		return out[i:min(end, i+6)]
+	}
+	return out[:min(6, len(out))]
+}
+
+// message is the start of a line that t.Log or t.Error printed: the
+// file:line it was called from.
+var message = regexp.MustCompile(`^[\w.-]+\.go:\d+: `)
+
+// isCrash: the first line of the harness's report of an operator that
+// crashed, after the file:line of the wait it ended.
+func isCrash(line string) bool {
+	return message.MatchString(line) && (strings.Contains(line, ": the operator panicked: ") || strings.Contains(line, ": the operator exited by itself"))
 }

@@ -38,6 +38,7 @@ func TestVerdicts(t *testing.T) {
 		ok            bool
 		passed, total int
 		want          []string // lines the output must contain
+		without       []string // and must not
 	}{
 		{
 			name: "all leaves pass",
@@ -58,6 +59,20 @@ func TestVerdicts(t *testing.T) {
 			json:   stream("pass TestF/booked", "output TestF     finalizer.go:57: tickets left to be released: 1", "fail TestF"),
 			failed: true, passed: 1, total: 2,
 			want: []string{"PASS  F / booked", "FAIL  F", "finalizer.go:57: tickets left to be released: 1"},
+		},
+		{
+			// The harness's report of a crash says why, whatever the test
+			// printed before it.
+			name: "the operator crashed",
+			json: stream("output TestA/x     kill.go:90: one", "output TestA/x     kill.go:91: two", "output TestA/x     kill.go:92: three",
+				"output TestA/x     kill.go:93: four", "output TestA/x     kill.go:94: five", "output TestA/x     kill.go:95: six",
+				"output TestA/x     kill.go:96: the operator panicked: panic: TODO(lab 6): write FlightTicketReconciler.release",
+				"output TestA/x         at /work/workspace/06-status-and-owners/internal/controller/ledger.go:80 (controller.(*FlightTicketReconciler).release)",
+				"output TestA/x     operator.go:109: operator output (operator-0):", "output TestA/x         panic: TODO(lab 6): write FlightTicketReconciler.release",
+				"fail TestA/x", "fail TestA"),
+			failed: true, passed: 0, total: 1,
+			want:    []string{"FAIL  A / x", "kill.go:96: the operator panicked: panic: TODO(lab 6): write FlightTicketReconciler.release", "at /work/workspace/06-status-and-owners/internal/controller/ledger.go:80"},
+			without: []string{"kill.go:95: six", "operator output"},
 		},
 		{
 			name:   "every test passed, but go test failed",
@@ -93,6 +108,11 @@ func TestVerdicts(t *testing.T) {
 			for _, w := range c.want {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("the output lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, w := range c.without {
+				if strings.Contains(out.String(), w) {
+					t.Errorf("the output shows %q:\n%s", w, out.String())
 				}
 			}
 		})
