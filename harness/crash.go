@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-// A crashed operator ends a wait at once: whatever the test waits for, that
-// process will not do it any more, and the panic says why better than a
-// timeout a minute later. Each operator is registered against the test that
+// A crashed operator ends a wait at once: the process will not do what the
+// test waits for any more, or, after a panic it recovered from, most likely
+// not; and the panic says why better than a timeout a minute later. Each operator is registered against the test that
 // started it, and counts for that test and the subtests it runs (an
 // e2e-framework feature starts its operator in its Setup step, with the
 // feature's t, and waits in its assessments, which are subtests), until the
@@ -69,12 +69,14 @@ func crashReport(t testing.TB) string {
 }
 
 // Crash says how the operator failed on its own, or returns "" if it has
-// not. It failed when it panicked, or when it exited although the test had
-// not stopped it (Stop, Kill) nor said it would end (ExpectExit). A panic
+// not. It failed when it panicked, or exited, before the test stopped it
+// (Stop, Kill) or said it would end (ExpectExit); from then on nothing
+// counts. A panic
 // counts even when the process runs on: controller-runtime recovers a panic
 // in Reconcile, logs it and tries the request again, which panics again.
 // The first line of the report names the panic or the exit; the next ones
-// say where it panicked, or how the output ended.
+// say where it panicked when the trace tells (and, for a panic that was
+// caught, whether the process then exited), or how the output ended.
 func (o *Operator) Crash() string {
 	exited := o.Exited()
 	if !exited && o.stopping.Load() || exited && !o.ownExit {
@@ -118,7 +120,8 @@ func (o *Operator) exitStatus() string {
 // Its frames start at the function that panicked, unless the panic went
 // through a deferred recover (apimachinery's HandleCrash, controller-runtime's
 // Reconcile): then the function that panicked is the frame after the last
-// "panic(" frame, which is the runtime raising it.
+// "panic(" frame, which is the runtime raising it. (For a runtime fatal
+// error the first frames are the runtime's own, and the site names them.)
 func panicSite(trace []string) string {
 	var frames []string // function, file, function, file, ...
 	in := false

@@ -164,7 +164,8 @@ func TestWaitFailsAtOnceOnARecoveredPanic(t *testing.T) {
 }
 
 // An operator started by a test counts in its subtests: e2e-framework runs
-// a feature's assessments as subtests of the feature's Setup step.
+// a feature's Setup step with the feature's t, and its assessments as
+// subtests of that t.
 func TestSubtestsSeeTheParentsCrash(t *testing.T) {
 	startFake(t, "panic")
 	t.Run("assessment", func(t *testing.T) {

@@ -9,8 +9,9 @@
 //     when the tests end. It then installs the stage's CRDs.
 //   - Clients, Apply and Namespace talk to that cluster.
 //   - Eventually waits for a condition by polling with a deadline; no test
-//     here sleeps for a fixed time. It gives up at once when an operator the
-//     test started has crashed (Operator.Crash), naming the panic.
+//     here sleeps for a fixed time. It gives up at once when an operator that
+//     the test, or a test it runs within, started has crashed
+//     (Operator.Crash), naming the panic or the exit.
 //   - BuildOperator and StartOperator build an operator from a Go package path
 //     and run it as a process whose logs the test can read. The package path
 //     can be overridden with OPERATOR_PKG, so that a lab can run a stage's

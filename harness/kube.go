@@ -246,8 +246,9 @@ func (c *Clients) Namespace(t testing.TB, prefix string) string {
 //
 // It fails at once, without waiting out timeout, once an operator that t (or
 // a test t runs within) started has crashed: it panicked, or it exited
-// although the test did not stop it (Operator.Crash). What the test waits
-// for will not come then, and the panic says why. The crash is looked up
+// although the test neither stopped it nor announced the exit
+// (Operator.Crash). What the test waits for will most likely not come then,
+// and the panic says why. The crash is looked up
 // before cond runs: a crash seen then happened before cond looked, so a test
 // that waits for the exit itself, or for what the exit leaves behind, sees
 // its condition met rather than the crash.

@@ -69,7 +69,8 @@ type Operator struct {
 	// stopping is set by Stop, Kill and ExpectExit: from then on the
 	// process ends because the test made it, and that is no crash.
 	stopping atomic.Bool
-	// ownExit: the process ended before stopping was set. Written before
+	// ownExit: Wait returned before stopping was set (so an exit that races a
+	// Stop counts as the test's). Written before
 	// done is closed, read only after.
 	ownExit bool
 }
@@ -218,7 +219,7 @@ func lastLines(s string, n int) string {
 // syncBuffer is a bytes.Buffer that the process's output goroutine and the
 // test can use at the same time. It notes where the first panic of each
 // kind starts as the lines come in (see Operator.Crash), so that a wait can
-// ask at every poll without reading the whole output again.
+// ask at every poll without searching the whole output again.
 type syncBuffer struct {
 	mu      sync.Mutex
 	b       bytes.Buffer

@@ -19,7 +19,7 @@
 //	>> checking ./workspace/04-workqueue against stage 04's tests
 //	FAIL  DedupeWhileBusy / dedupe / 10 updates to one ticket while the worker is busy make one sync that writes
 //	      dedupe_test.go:48: the operator panicked: panic: TODO(lab 4): write controller.Run [recovered, repanicked]
-//	      at workspace/04-workqueue/controller.go:88 (main.(*controller).Run)
+//	      at workspace/04-workqueue/controller.go:92 (main.(*controller).Run)
 //	      so stopped waiting for the worker to be held on ticket holder after 0.1s of 1m0s; last seen: no write to holder yet
 //	...
 //	0 of 11 checks pass. Not there yet: read the FAIL lines above, and compare with 'make diff-4' when you are stuck.
@@ -248,9 +248,10 @@ func words(test string) string {
 }
 
 // reasons keeps the lines a failing test printed about why it failed: the
-// first six; or, when the operator crashed, the harness's report of the
-// crash (harness.Operator.Crash), whatever the test printed before it, and
-// nothing after it (the operator's output, which repeats the panic).
+// first six; or, when the operator crashed, only the harness's report of the
+// crash (harness.Operator.Crash), at most six lines: not what the test
+// printed before it, nor what came after it (the operator's output, which
+// repeats the panic).
 func reasons(lines []string) []string {
 	var out []string
 	for _, l := range lines {

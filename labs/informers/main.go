@@ -1,5 +1,5 @@
 // Command informers shows, with numbers, why client-go's informers are
-// *shared* (lab 3).
+// *shared* (docs/shared-informers.md).
 //
 // One process runs two controllers that both need FlightTickets: think of a
 // booker and an auditor. With --mode plain each builds an informer of its
