@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -13,35 +12,31 @@ import (
 
 // A crashed operator ends a wait at once: the process will not do what the
 // test waits for any more, or, after a panic it recovered from, most likely
-// not; and the panic says why better than a timeout a minute later. Each operator is registered against the test that
-// started it, and counts for that test and the subtests it runs (an
-// e2e-framework feature starts its operator in its Setup step, with the
-// feature's t, and waits in its assessments, which are subtests), until the
-// test that started it ends.
+// not; and the panic says why better than a timeout a minute later. Each
+// operator counts for the test that started it and the subtests that test
+// runs (an e2e-framework feature starts its operator in its Setup step,
+// with the feature's t, and waits in its assessments, which are subtests),
+// until the test that started it ends.
 
+// running holds the operators whose tests have not ended yet.
 var running struct {
 	sync.Mutex
-	ops   []*Operator
-	tests []string // the name of the test that started ops[i]
+	ops map[*Operator]bool
 }
 
-func register(t testing.TB, o *Operator) {
+func register(o *Operator) {
 	running.Lock()
 	defer running.Unlock()
-	running.ops = append(running.ops, o)
-	running.tests = append(running.tests, t.Name())
+	if running.ops == nil {
+		running.ops = map[*Operator]bool{}
+	}
+	running.ops[o] = true
 }
 
 func unregister(o *Operator) {
 	running.Lock()
 	defer running.Unlock()
-	for i, x := range running.ops {
-		if x == o {
-			running.ops = append(running.ops[:i], running.ops[i+1:]...)
-			running.tests = append(running.tests[:i], running.tests[i+1:]...)
-			return
-		}
-	}
+	delete(running.ops, o)
 }
 
 // within reports whether test is starter or one of its subtests.
@@ -54,8 +49,8 @@ func within(test, starter string) bool {
 func crashReport(t testing.TB) string {
 	running.Lock()
 	var mine []*Operator
-	for i, o := range running.ops {
-		if within(t.Name(), running.tests[i]) {
+	for o := range running.ops {
+		if within(t.Name(), o.t.Name()) {
 			mine = append(mine, o)
 		}
 	}
@@ -71,9 +66,9 @@ func crashReport(t testing.TB) string {
 // Crash says how the operator failed on its own, or returns "" if it has
 // not. It failed when it panicked, or exited, before the test stopped it
 // (Stop, Kill) or said it would end (ExpectExit); from then on nothing
-// counts. A panic
-// counts even when the process runs on: controller-runtime recovers a panic
-// in Reconcile, logs it and tries the request again, which panics again.
+// counts. A panic counts even when the process runs on: controller-runtime
+// recovers a panic in Reconcile, logs it and tries the request again, which
+// panics again.
 // The first line of the report names the panic or the exit; the next ones
 // say where it panicked when the trace tells (and, for a panic that was
 // caught, whether the process then exited), or how the output ended.
@@ -82,8 +77,8 @@ func (o *Operator) Crash() string {
 	if !exited && o.stopping.Load() || exited && !o.ownExit {
 		return ""
 	}
-	goPanic, caught := o.log.panics()
-	log := o.Log() // read after: it only grows, so it holds both lines
+	log := o.Log()
+	goPanic, caught := firstPanics(log)
 	switch {
 	case exited && goPanic >= 0:
 		// The runtime's own report: "panic: ..." or "fatal error: ...",
@@ -178,10 +173,23 @@ func logField(line, key string) string {
 	return m[1]
 }
 
-// isGoPanic reports whether a line of output is the Go runtime's report
-// of the panic or fatal error that ends a process: it starts the line.
-func isGoPanic(line []byte) bool {
-	return bytes.HasPrefix(line, []byte("panic: ")) || bytes.HasPrefix(line, []byte("fatal error: "))
+// firstPanics returns where in log the first line of each kind starts, -1
+// for none: the Go runtime's report of a panic or fatal error that ends the
+// process (it starts the line), and a panic a handler caught and logged
+// (observedPanic).
+func firstPanics(log string) (goPanic, caught int) {
+	goPanic, caught = -1, -1
+	for at := 0; at < len(log); {
+		line, _, _ := strings.Cut(log[at:], "\n")
+		if goPanic < 0 && (strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ")) {
+			goPanic = at
+		}
+		if caught < 0 && strings.Contains(line, observedPanic) {
+			caught = at
+		}
+		at += len(line) + 1
+	}
+	return goPanic, caught
 }
 
 // observedPanic is the message that apimachinery's runtime.PanicHandlers
@@ -189,4 +197,4 @@ func isGoPanic(line []byte) bool {
 // "stacktrace". runtime.HandleCrash calls them before it panics again (the
 // process then ends with the runtime's own report), and controller-runtime's
 // Reconcile when it recovers a panic (the process runs on).
-var observedPanic = []byte("Observed a panic")
+const observedPanic = "Observed a panic"

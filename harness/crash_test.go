@@ -240,22 +240,19 @@ func assertNoCrash(t *testing.T, op *Operator) {
 	wantLines(t, msg, "waiting 300ms for ticket x booked")
 }
 
-// Output comes in chunks that cut lines anywhere; each panic line is found
-// once whole, and only the first of each kind is kept.
-func TestPanicLinesAcrossWrites(t *testing.T) {
-	out := "10:41:07 starting\npanic: TODO(lab 2): write stream.receive\n\ngoroutine 1 [running]:\npanic: not at the start\n" + recoveredLine + "\n"
-	for size := 1; size <= len(out); size += 7 {
-		b := newSyncBuffer()
-		for i := 0; i < len(out); i += size {
-			_, _ = b.Write([]byte(out[i:min(i+size, len(out))]))
-		}
-		goPanic, caught := b.panics()
-		if want := strings.Index(out, "panic: TODO"); goPanic != want {
-			t.Fatalf("chunks of %d: the Go panic found at %d, want %d", size, goPanic, want)
-		}
-		if want := strings.Index(out, "2026-11-26"); caught != want {
-			t.Fatalf("chunks of %d: the recovered panic found at %d, want %d", size, caught, want)
-		}
+// Only a line that starts with "panic: " is the runtime's report, and only
+// the first panic of each kind is kept.
+func TestFirstPanics(t *testing.T) {
+	out := "10:41:07 starting\n  panic: indented\npanic: TODO(lab 2): write stream.receive\n\ngoroutine 1 [running]:\npanic: a second one\n" + recoveredLine + "\n" + recoveredLine + "\n"
+	goPanic, caught := firstPanics(out)
+	if want := strings.Index(out, "panic: TODO"); goPanic != want {
+		t.Errorf("the Go panic found at %d, want %d", goPanic, want)
+	}
+	if want := strings.Index(out, "2026-11-26"); caught != want {
+		t.Errorf("the recovered panic found at %d, want %d", caught, want)
+	}
+	if g, c := firstPanics("10:41:07 starting\n"); g != -1 || c != -1 {
+		t.Errorf("firstPanics of a log without a panic = %d, %d; want -1, -1", g, c)
 	}
 }
 

@@ -80,7 +80,7 @@ type Operator struct {
 // in memory for WaitForLog, and printed when the test fails.
 func StartOperator(t testing.TB, kubeconfig, bin string, args ...string) *Operator {
 	t.Helper()
-	o := &Operator{t: t, log: newSyncBuffer(), done: make(chan struct{})}
+	o := &Operator{t: t, log: &syncBuffer{}, done: make(chan struct{})}
 	o.cmd = exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	o.cmd.Stdout = o.log
 	o.cmd.Stderr = o.log
@@ -92,7 +92,7 @@ func StartOperator(t testing.TB, kubeconfig, bin string, args ...string) *Operat
 		o.ownExit = !o.stopping.Load()
 		close(o.done)
 	}()
-	register(t, o)
+	register(o)
 	t.Cleanup(func() {
 		defer unregister(o)
 		// Still running: it must shut down cleanly, as on any SIGTERM. (A
@@ -217,45 +217,16 @@ func lastLines(s string, n int) string {
 }
 
 // syncBuffer is a bytes.Buffer that the process's output goroutine and the
-// test can use at the same time. It notes where the first panic of each
-// kind starts as the lines come in (see Operator.Crash), so that a wait can
-// ask at every poll without searching the whole output again.
+// test can use at the same time.
 type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	scanned int // bytes of b whose lines were looked at
-	// Offsets in b of the first line of each kind, -1 while there is none:
-	// the Go runtime's report of a panic that ends the process, and a
-	// panic that a handler caught and logged (observedPanic).
-	goPanic, caught int
+	mu sync.Mutex
+	b  bytes.Buffer
 }
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{goPanic: -1, caught: -1} }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.b.Write(p)
-	for {
-		line, _, complete := bytes.Cut(s.b.Bytes()[s.scanned:], []byte("\n"))
-		if !complete {
-			return n, err
-		}
-		switch {
-		case s.goPanic < 0 && isGoPanic(line):
-			s.goPanic = s.scanned
-		case s.caught < 0 && bytes.Contains(line, observedPanic):
-			s.caught = s.scanned
-		}
-		s.scanned += len(line) + 1
-	}
-}
-
-// panics returns the offsets of the first panic of each kind, -1 for none.
-func (s *syncBuffer) panics() (goPanic, caught int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.goPanic, s.caught
+	return s.b.Write(p)
 }
 
 func (s *syncBuffer) String() string {

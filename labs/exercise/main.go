@@ -223,9 +223,8 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 	}
 	var edits []edit
 	for _, imp := range f.Imports {
-		p, _ := strconv.Unquote(imp.Path.Value)
-		if p == oldPath || strings.HasPrefix(p, oldPath+"/") {
-			edits = append(edits, edit{fset.Position(imp.Path.Pos()).Offset, fset.Position(imp.Path.End()).Offset, strconv.Quote(newPath + strings.TrimPrefix(p, oldPath))})
+		if p, moved := copyPath(imp, oldPath, newPath); moved {
+			edits = append(edits, edit{fset.Position(imp.Path.Pos()).Offset, fset.Position(imp.Path.End()).Offset, strconv.Quote(p)})
 		}
 	}
 	if !strings.HasSuffix(path, "_test.go") {
@@ -272,16 +271,11 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 func droppedImports(f *ast.File, cut []string, oldPath, newPath string) map[string]string {
 	used := map[string]bool{}
 	for _, decl := range f.Decls {
-		var n ast.Node = decl
 		if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil && contains(cut, funcName(fn)) {
-			n = fn.Type // a cut function keeps its signature, and what it uses
-			if fn.Recv != nil {
-				for name := range packagesUsed(fn.Recv) {
-					used[name] = true
-				}
-			}
+			// A cut function keeps its signature, and what that uses.
+			decl = &ast.FuncDecl{Recv: fn.Recv, Name: fn.Name, Type: fn.Type}
 		}
-		for name := range packagesUsed(n) {
+		for name := range packagesUsed(decl) {
 			used[name] = true
 		}
 	}
@@ -291,11 +285,7 @@ func droppedImports(f *ast.File, cut []string, oldPath, newPath string) map[stri
 		if name == "_" || name == "." || used[name] {
 			continue
 		}
-		// The copy's own packages are imported from the copy.
-		p, _ := strconv.Unquote(imp.Path.Value)
-		if p == oldPath || strings.HasPrefix(p, oldPath+"/") {
-			p = newPath + strings.TrimPrefix(p, oldPath)
-		}
+		p, _ := copyPath(imp, oldPath, newPath)
 		line := strconv.Quote(p)
 		if imp.Name != nil {
 			line = imp.Name.Name + " " + line
@@ -303,6 +293,17 @@ func droppedImports(f *ast.File, cut []string, oldPath, newPath string) map[stri
 		dropped[name] = line
 	}
 	return dropped
+}
+
+// copyPath is the path imp has in the copy: the stage's own packages
+// (under oldPath) are imported from the copy (newPath); moved says whether
+// the path changed.
+func copyPath(imp *ast.ImportSpec, oldPath, newPath string) (p string, moved bool) {
+	p, _ = strconv.Unquote(imp.Path.Value)
+	if p == oldPath || strings.HasPrefix(p, oldPath+"/") {
+		return newPath + strings.TrimPrefix(p, oldPath), true
+	}
+	return p, false
 }
 
 // importsHint is the comment lines, for the TODO of fn, that list the

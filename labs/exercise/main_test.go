@@ -48,54 +48,63 @@ func TestConceptFunctions(t *testing.T) {
 	}
 }
 
-// A copy of a stage under a new path imports its own packages from there.
-func TestImportsFollowTheCopy(t *testing.T) {
-	src := []byte("package x\n\nimport (\n\t\"fmt\"\n\tv1 \"" + module + "/03-informer-cache/api/flights/v1\"\n)\n\nfunc f() { fmt.Println(v1.SchemeGroupVersion) }\n")
-	out, err := rewrite(src, "x.go", module+"/03-informer-cache", module+"/workspace/03-informer-cache", 3, nil, map[string]string{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(out), `"`+module+`/workspace/03-informer-cache/api/flights/v1"`) {
-		t.Errorf("import not rewritten:\n%s", out)
-	}
-}
-
-// Cutting a function drops the imports only it used, keeps the rest, and
-// lists the dropped ones in the TODO, for the learner to add back.
-func TestCutDropsUnusedImports(t *testing.T) {
-	src := []byte("package x\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\n// f says hello.\nfunc f() { fmt.Println(strings.ToUpper(\"hi\")) }\n\nfunc g() { fmt.Println() }\n")
-	out, err := rewrite(src, "x.go", "a", "b", 2, []string{"f"}, map[string]string{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(out)
-	if !strings.Contains(s, "import (\n\t\"fmt\"\n)") || !strings.Contains(s, `panic("TODO(lab 2): write f")`) || !strings.Contains(s, "// f says hello.") ||
-		!strings.Contains(s, "//   \"strings\"\n") || strings.Contains(s, "//   \"fmt\"") {
-		t.Errorf("unexpected result:\n%s", s)
-	}
-}
-
-// An import of the stage's own packages that only a cut function used is
-// listed in its TODO under the copy's path, not the stage's.
-func TestImportsHintNamesTheCopy(t *testing.T) {
-	src := []byte("package x\n\nimport v1 \"" + module + "/03-informer-cache/api/flights/v1\"\n\nfunc f() { _ = v1.SchemeGroupVersion }\n")
-	out, err := rewrite(src, "x.go", module+"/03-informer-cache", module+"/workspace/03-informer-cache", 3, []string{"f"}, map[string]string{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := string(out); !strings.Contains(s, `//   v1 "`+module+`/workspace/03-informer-cache/api/flights/v1"`) || strings.Contains(s, "import v1") {
-		t.Errorf("want the import dropped and listed under the copy's path:\n%s", s)
-	}
-}
-
-// An import the cut function's signature uses stays: the signature does.
-func TestSignatureKeepsItsImports(t *testing.T) {
-	src := []byte("package x\n\nimport \"strings\"\n\nfunc f(b *strings.Builder) { b.WriteString(\"hi\") }\n")
-	out, err := rewrite(src, "x.go", "a", "b", 2, []string{"f"}, map[string]string{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := string(out); !strings.Contains(s, "import \"strings\"") || strings.Contains(s, "add them back") {
-		t.Errorf("want strings kept and no hint:\n%s", s)
+// rewrite, file by file: the copy imports the stage's own packages from its
+// new path; a cut function's TODO lists the imports only it used, which the
+// file drops (Go refuses an unused import), each once a file and under the
+// copy's path; what the rest of the file, or a cut function's signature,
+// uses stays.
+func TestRewrite(t *testing.T) {
+	stage, copied := module+"/03-informer-cache", module+"/workspace/03-informer-cache"
+	own := stage + "/api/flights/v1"
+	for _, c := range []struct {
+		name, src string
+		cut       []string
+		want, not []string
+	}{{
+		name: "imports follow the copy",
+		src:  "package x\n\nimport (\n\t\"fmt\"\n\tv1 \"" + own + "\"\n)\n\nfunc f() { fmt.Println(v1.SchemeGroupVersion) }\n",
+		want: []string{`v1 "` + copied + `/api/flights/v1"`},
+		not:  []string{own},
+	}, {
+		name: "a cut drops the imports only it used",
+		src:  "package x\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\n// f says hello.\nfunc f() { fmt.Println(strings.ToUpper(\"hi\")) }\n\nfunc g() { fmt.Println() }\n",
+		cut:  []string{"f"},
+		want: []string{"import (\n\t\"fmt\"\n)", "// f says hello.", `panic("TODO(lab 3): write f")`, "//   \"strings\"\n"},
+		not:  []string{"//   \"fmt\""},
+	}, {
+		name: "the hint names the copy's path",
+		src:  "package x\n\nimport v1 \"" + own + "\"\n\nfunc f() { _ = v1.SchemeGroupVersion }\n",
+		cut:  []string{"f"},
+		want: []string{`//   v1 "` + copied + `/api/flights/v1"`},
+		not:  []string{"import v1"},
+	}, {
+		name: "an import is listed once a file",
+		src:  "package x\n\nimport \"strings\"\n\nfunc f() { _ = strings.ToUpper(\"a\") }\n\nfunc g() { _ = strings.ToLower(\"b\") }\n",
+		cut:  []string{"f", "g"},
+		want: []string{"//   \"strings\"\n\tpanic(\"TODO(lab 3): write f\")"},
+		not:  []string{"//   \"strings\"\n\tpanic(\"TODO(lab 3): write g\")", "import \"strings\""},
+	}, {
+		name: "the signature keeps its imports",
+		src:  "package x\n\nimport \"strings\"\n\nfunc f(b *strings.Builder) { b.WriteString(\"hi\") }\n",
+		cut:  []string{"f"},
+		want: []string{"import \"strings\""},
+		not:  []string{"add them back"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := rewrite([]byte(c.src), "x.go", stage, copied, 3, c.cut, map[string]string{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("want %q in:\n%s", w, out)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(string(out), n) {
+					t.Errorf("want no %q in:\n%s", n, out)
+				}
+			}
+		})
 	}
 }
