@@ -128,8 +128,9 @@ func (f *fixture) checkBookedEvents(t *testing.T) {
 				// A repeat within one process is sent as a series on
 				// the first Event: the second occurrence sets its
 				// count to 2 at once (later counts go out only with
-				// client-go's 30-minute refresh), so a count of 2 or
-				// more means at least one repeat.
+				// client-go's 30-minute refresh, or as the series'
+				// final count 6 to 12 minutes after its last repeat),
+				// so a count of 2 or more means at least one repeat.
 				booked[e.Regarding.UID] += max(1, seriesCount(&e))
 			}
 		}
