@@ -43,8 +43,10 @@ type Case struct {
 
 	// Allowed is the verdict.
 	Allowed bool
-	// Message is a part of the refusal's message (when not Allowed).
-	Message string
+	// Says are parts of the refusal's message (when not Allowed). A
+	// policy and a webhook word their refusals differently; both must
+	// name the field and the cap.
+	Says []string
 	// Team is the example.com/team label the stored Logger carries after
 	// admission ("" for none).
 	Team string
@@ -59,17 +61,17 @@ var Cases = []Case{
 		NamespaceLabels: map[string]string{MaxReplicasLabel: "3"}, Replicas: 3, Allowed: true},
 	{Name: "over the cap is refused, naming spec.replicas and the cap",
 		NamespaceLabels: map[string]string{MaxReplicasLabel: "3"}, Replicas: 4,
-		Message: "spec.replicas: 4 is over this namespace's cap of 3"},
+		Says: []string{"spec.replicas", "4", "cap of 3"}},
 	{Name: "an update that raises replicas over the cap is refused",
 		NamespaceLabels: map[string]string{MaxReplicasLabel: "3"}, OldReplicas: replicas(2), Replicas: 5,
-		Message: "spec.replicas: 5 is over this namespace's cap of 3"},
+		Says: []string{"spec.replicas", "5", "cap of 3"}},
 	{Name: "an update that keeps replicas over a lowered cap passes",
 		NamespaceLabels: map[string]string{MaxReplicasLabel: "3"}, OldReplicas: replicas(6), Replicas: 6, Allowed: true},
 	{Name: "an update that lowers replicas, still over the cap, passes",
 		NamespaceLabels: map[string]string{MaxReplicasLabel: "3"}, OldReplicas: replicas(6), Replicas: 5, Allowed: true},
 	{Name: "a cap that is not a whole number refuses the write, saying why",
 		NamespaceLabels: map[string]string{MaxReplicasLabel: "three"}, Replicas: 1,
-		Message: "example.com/max-logger-replicas must be a whole number"},
+		Says: []string{MaxReplicasLabel, "whole number"}},
 	{Name: "the namespace's team is copied to a Logger without one",
 		NamespaceLabels: map[string]string{TeamLabel: "payments"}, Replicas: 1, Allowed: true, Team: "payments"},
 	{Name: "a Logger's own team is kept",
