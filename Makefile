@@ -41,6 +41,7 @@ GENERATE_TARGETS :=
 MANIFEST_TARGETS :=
 VERIFY_TARGETS   :=
 -include $(wildcard $(addsuffix /stage.mk,$(STAGES)))
+-include $(wildcard advanced/*/stage.mk)
 
 # ------------------------------------------------------------------ help ---
 
