@@ -39,6 +39,8 @@ const scopeLabel = "operator-flow/e2e-admission"
 
 var loggers = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "loggers"}
 
+var bindingKind = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"}
+
 // policyFile is a file of config/admission: in this module, or in the copy
 // that MODULE_DIR names (`make check-A1` points it at workspace/).
 func policyFile(name string) string {
@@ -60,9 +62,9 @@ func clients(t *testing.T) *harness.Clients {
 // install creates the policies and bindings of one file of config/admission
 // for this test alone: each renamed with the suffix scope, each binding
 // limited to the namespaces labelled scopeLabel=scope (unless scope is
-// cluster-wide, ""), and deletes them when the test ends. edit may change a
-// binding before it is created.
-func install(t *testing.T, c *harness.Clients, file, scope string, edit func(binding *unstructured.Unstructured)) (names map[string]string) {
+// cluster-wide, ""), and deletes them when the test ends. edit may change
+// each object (renamed already) before it is created.
+func install(t *testing.T, c *harness.Clients, file, scope string, edit func(o *unstructured.Unstructured)) (names map[string]string) {
 	t.Helper()
 	objs, err := harness.ReadObjects(policyFile(file))
 	if err != nil {
@@ -87,9 +89,9 @@ func install(t *testing.T, c *harness.Clients, file, scope string, edit func(bin
 				must(t, unstructured.SetNestedStringMap(o.Object, map[string]string{scopeLabel: scope},
 					"spec", "matchResources", "namespaceSelector", "matchLabels"))
 			}
-			if edit != nil {
-				edit(o)
-			}
+		}
+		if edit != nil {
+			edit(o)
 		}
 		r, err := c.Resource(o.GroupVersionKind(), "")
 		if err != nil {
