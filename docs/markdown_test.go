@@ -58,15 +58,22 @@ var spanRE = regexp.MustCompile("`([^`]+)`")
 var stageDirs = []string{"01-crd-yaml", "02-raw-watch", "03-informer-cache", "04-workqueue", "05-controller-runtime", "06-status-and-owners"}
 
 // stageOf names the stage a doc is about: its own folder for a stage README,
-// stage N for lab N, none for the rest.
+// stage N for lab N, the module's folder for a day-two module's README and
+// lab, none for the rest.
 func stageOf(path string) string {
 	for _, s := range stageDirs {
 		if strings.HasPrefix(path, s+"/") || path == "labs/"+s+".md" {
 			return s
 		}
 	}
+	if m := moduleRE.FindStringSubmatch(path); m != nil {
+		return "advanced/" + m[1]
+	}
 	return ""
 }
+
+// moduleRE reads a day-two module's folder from its README's or lab's path.
+var moduleRE = regexp.MustCompile(`^(?:advanced/|labs/)(A\d+-[a-z0-9-]+)(?:/|\.md$)`)
 
 // readDoc splits a Markdown file into blocks, spans and prose.
 func readDoc(t *testing.T, path string) doc {
@@ -150,5 +157,5 @@ func allDocs(t *testing.T) []string {
 // isLab says whether a doc is a lab, whose sh, console and text blocks
 // labs/e2e runs and compares (labs/e2e/docs_test.go).
 func isLab(path string) bool {
-	return strings.HasPrefix(path, "labs/0") && strings.HasSuffix(path, ".md")
+	return (strings.HasPrefix(path, "labs/0") || strings.HasPrefix(path, "labs/A")) && strings.HasSuffix(path, ".md")
 }

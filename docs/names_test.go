@@ -95,6 +95,11 @@ func newResolver(t *testing.T) *resolver {
 		for _, s := range stageDirs {
 			r.stages[s] = indexTree(t, s)
 		}
+		modules, _ := filepath.Glob(filepath.Join(root, "advanced", "A[0-9]*-*"))
+		for _, m := range modules {
+			s := "advanced/" + filepath.Base(m)
+			r.stages[s] = indexTree(t, s)
+		}
 		sharedResolver = r
 	})
 	r := *sharedResolver
@@ -398,8 +403,11 @@ func (r *resolver) madeByTheTools(p string) bool {
 // `r.Status().Patch`), maybe a pointer or a call with its arguments.
 var goNameRE = regexp.MustCompile(`^[*&]?[A-Za-z_][A-Za-z0-9_]*(\(\))?(\.[A-Za-z_][A-Za-z0-9_]*(\([^()]*\))?)*(\([^()]*\))?$`)
 
-// fieldRoots start a field path of an object, not Go.
-var fieldRoots = map[string]bool{"spec": true, "status": true, "metadata": true, "data": true, "items": true, "self": true, "oldSelf": true}
+// fieldRoots start a field path of an object, or a CEL expression's
+// variable (a CRD's rules: self, oldSelf; an admission policy's: object,
+// namespaceObject, request...), not Go.
+var fieldRoots = map[string]bool{"spec": true, "status": true, "metadata": true, "data": true, "items": true, "self": true, "oldSelf": true,
+	"object": true, "oldObject": true, "namespaceObject": true, "request": true, "params": true, "variables": true, "authorizer": true}
 
 // selectorRE: pkg.Name in Go code.
 var selectorRE = regexp.MustCompile(`\b[a-z][A-Za-z0-9]*\.[A-Z][A-Za-z0-9]*`)
