@@ -9,7 +9,9 @@
 // check refuses to start beside one.
 //
 // The operator under test is whatever OPERATOR_PKG names; by default the
-// learner's copy, workspace/<stage N's folder>. CHECK_RUN limits the run to
+// learner's copy, workspace/<stage N's folder>. A day-two module without Go
+// of its own (A1) has policies checked instead: MODULE_DIR names the copy,
+// by default workspace/<the module's folder>. CHECK_RUN limits the run to
 // some tests, as `go test -run` does.
 //
 // Expected output, for the starting point that `make exercise-4` writes,
@@ -69,10 +71,7 @@ func run(arg string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var pkg string
-	if env == "OPERATOR_PKG" {
-		pkg = os.Getenv("OPERATOR_PKG")
-	}
+	pkg := os.Getenv(env) // a copy other than workspace/'s (the tests of check)
 	if pkg == "" {
 		pkg = "./workspace/" + filepath.Base(stage)
 		if _, err := os.Stat(pkg); err != nil {

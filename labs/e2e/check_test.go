@@ -43,8 +43,8 @@ func TestCheckTellsRightFromWrong(t *testing.T) {
 			// The copies go where a learner's do, under a name no stage
 			// has: go build finds their imports there, and go test ./...
 			// skips folders whose names start with "_".
-			start, made := exerciseCopy(t, c.stage, "_check-e2e/start-"+stage)
-			bug, _ := exerciseCopy(t, c.stage, "_check-e2e/bug-"+stage, "-only", c.bug)
+			start, made := exerciseCopy(t, fmt.Sprint(c.stage), "_check-e2e/start-"+stage)
+			bug, _ := exerciseCopy(t, fmt.Sprint(c.stage), "_check-e2e/bug-"+stage, "-only", c.bug)
 			lab := labExercise(t, c.stage)
 			learner := "workspace/" + stage // where make exercise-N writes
 			compareShown(t, lab, fmt.Sprintf("make exercise-%d", c.stage), strings.ReplaceAll(made, strings.TrimPrefix(start, "./"), learner))
@@ -52,12 +52,12 @@ func TestCheckTellsRightFromWrong(t *testing.T) {
 			// Each failing wait is cut from a minute to 15 s, which changes
 			// no verdict.
 			out, err := check(t, c.stage, start, c.run, kubeconfig, "E2E_CONVERGE=15s")
-			rejected(t, c.stage, "the starting point make exercise-"+fmt.Sprint(c.stage)+" writes", c.fails, out, err)
+			rejected(t, fmt.Sprint(c.stage), "the starting point make exercise-"+fmt.Sprint(c.stage)+" writes", c.fails, out, err)
 			// The lab shows this run's output: the same lines, numbers aside.
 			compareShown(t, lab, fmt.Sprintf("CHECK_RUN=%s make check-%d", shellQuote(c.run), c.stage), strings.ReplaceAll(out, start, "./"+learner))
 
 			out, err = check(t, c.stage, bug, c.run, kubeconfig, "E2E_CONVERGE=15s")
-			rejected(t, c.stage, "stage "+stage+" without "+c.bug, c.fails, out, err)
+			rejected(t, fmt.Sprint(c.stage), "stage "+stage+" without "+c.bug, c.fails, out, err)
 
 			out, err = check(t, c.stage, "./"+stage, c.run, kubeconfig)
 			if err != nil || !strings.Contains(out, "works: well done") || strings.Contains(out, "FAIL  ") {
@@ -67,24 +67,55 @@ func TestCheckTellsRightFromWrong(t *testing.T) {
 	}
 }
 
+// TestCheckTellsRightFromWrongA1 does the same for module A1, whose
+// learner writes the policies' CEL: the starting point, a copy with one
+// file's CEL cut, and the module itself.
+func TestCheckTellsRightFromWrongA1(t *testing.T) {
+	kubeconfig := harness.Env().EnvConf().KubeconfigFile()
+	const module, run, fails = "A1-admission-policies", "TestTheRule", "TheRule / over the cap"
+	start, made := exerciseCopy(t, "A1", "_check-e2e/start-"+module)
+	bug, _ := exerciseCopy(t, "A1", "_check-e2e/bug-"+module, "-only", "config/admission/logger-replicas.yaml")
+	lab := labSection(t, "A1-*.md")
+	learner := "workspace/" + module
+	compareShown(t, lab, "make exercise-A1", strings.ReplaceAll(made, strings.TrimPrefix(start, "./"), learner))
+
+	out, err := checkAs(t, "A1", "MODULE_DIR", start, run, kubeconfig)
+	rejected(t, "A1", "the starting point make exercise-A1 writes", fails, out, err)
+	compareShown(t, lab, "CHECK_RUN="+run+" make check-A1", strings.ReplaceAll(out, start, "./"+learner))
+
+	out, err = checkAs(t, "A1", "MODULE_DIR", bug, run, kubeconfig)
+	rejected(t, "A1", "module A1 without the CEL of logger-replicas.yaml", fails, out, err)
+
+	out, err = checkAs(t, "A1", "MODULE_DIR", "./advanced/"+module, run, kubeconfig)
+	if err != nil || !strings.Contains(out, "works: well done") || strings.Contains(out, "FAIL  ") {
+		t.Errorf("check-A1 on ./advanced/%s (the reference) must pass; it said (err=%v):\n%s", module, err, out)
+	}
+}
+
 // rejected checks that check-N failed, said so, and named the concept's
 // checks among the failures.
-func rejected(t *testing.T, n int, what, fails, out string, err error) {
+func rejected(t *testing.T, n string, what, fails, out string, err error) {
 	t.Helper()
 	if err == nil || !strings.Contains(out, "Not there yet") || strings.Contains(out, "well done") {
-		t.Errorf("check-%d on %s must fail; it said (err=%v):\n%s", n, what, err, out)
+		t.Errorf("check-%s on %s must fail; it said (err=%v):\n%s", n, what, err, out)
 	}
 	if !strings.Contains(out, "FAIL  "+fails) {
-		t.Errorf("check-%d on %s must name the failing check %q; it said:\n%s", n, what, fails, out)
+		t.Errorf("check-%s on %s must name the failing check %q; it said:\n%s", n, what, fails, out)
 	}
 }
 
 // labExercise is the Exercise section of lab n.
 func labExercise(t *testing.T, n int) string {
 	t.Helper()
-	m, _ := filepath.Glob(harness.RepoPath("labs", fmt.Sprintf("%02d-*.md", n)))
+	return labSection(t, fmt.Sprintf("%02d-*.md", n))
+}
+
+// labSection is the Exercise section of the lab the glob names.
+func labSection(t *testing.T, glob string) string {
+	t.Helper()
+	m, _ := filepath.Glob(harness.RepoPath("labs", glob))
 	if len(m) != 1 {
-		t.Fatalf("lab %d: files %v", n, m)
+		t.Fatalf("lab %s: files %v", glob, m)
 	}
 	b, err := os.ReadFile(m[0])
 	if err != nil {
@@ -137,7 +168,7 @@ func shellQuote(s string) string {
 // exerciseCopy writes workspace/<name> with labs/exercise, as make
 // exercise-N does, and returns its package path and what the tool printed;
 // it is removed at the end.
-func exerciseCopy(t *testing.T, n int, name string, flags ...string) (string, string) {
+func exerciseCopy(t *testing.T, n string, name string, flags ...string) (string, string) {
 	t.Helper()
 	dest := filepath.Join("workspace", name)
 	_ = os.RemoveAll(harness.RepoPath(dest)) // left over from an interrupted run
@@ -146,7 +177,7 @@ func exerciseCopy(t *testing.T, n int, name string, flags ...string) (string, st
 		_ = os.Remove(harness.RepoPath("workspace", "_check-e2e")) // only when empty
 		_ = os.Remove(harness.RepoPath("workspace"))               // only when empty
 	})
-	args := append(append([]string{"run", "./labs/exercise", "-dest", dest}, flags...), fmt.Sprint(n))
+	args := append(append([]string{"run", "./labs/exercise", "-dest", dest}, flags...), n)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = harness.RepoPath()
 	b, err := cmd.CombinedOutput()
@@ -160,16 +191,23 @@ func exerciseCopy(t *testing.T, n int, name string, flags ...string) (string, st
 // tests to run given, and env added to the environment.
 func check(t *testing.T, stage int, pkg, run, kubeconfig string, env ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("go", "run", "./labs/check", fmt.Sprint(stage))
+	return checkAs(t, fmt.Sprint(stage), "OPERATOR_PKG", pkg, run, kubeconfig, env...)
+}
+
+// checkAs runs make check-ID's checker with variable (OPERATOR_PKG or
+// MODULE_DIR) pointing at the copy under test.
+func checkAs(t *testing.T, id, variable, pkg, run, kubeconfig string, env ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("go", "run", "./labs/check", id)
 	cmd.Dir = harness.RepoPath()
 	// The tests' cluster is not the workshop's: a lab operator running on
 	// the workshop cluster (named in .state/lab-operator.pid) is no reason
 	// to refuse here. CLUSTER_NAME points the check at another pid file.
-	cmd.Env = append(append(os.Environ(), "OPERATOR_PKG="+pkg, "CHECK_RUN="+run, "E2E_KUBECONFIG="+kubeconfig, "CLUSTER_NAME=check-e2e"), env...)
+	cmd.Env = append(append(os.Environ(), variable+"="+pkg, "CHECK_RUN="+run, "E2E_KUBECONFIG="+kubeconfig, "CLUSTER_NAME=check-e2e"), env...)
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	err := cmd.Run()
-	t.Logf("check-%d with %s:\n%s", stage, pkg, b.String())
+	t.Logf("check-%s with %s:\n%s", id, pkg, b.String())
 	return b.String(), err
 }
 

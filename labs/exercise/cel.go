@@ -34,9 +34,17 @@ var placeholders = map[string]string{
 }
 
 // CopyPolicies copies module dir into dest without its e2e tests, with the
-// CEL of the policy files cut. It returns how many expressions each file
-// had cut.
-func CopyPolicies(id, dir, dest string) (map[string]int, error) {
+// CEL of the policy files cut (only of the file only names, when it is
+// set: a copy with one bug). It returns how many expressions each file had
+// cut.
+func CopyPolicies(id, dir, dest, only string) (map[string]int, error) {
+	files := Policies[id]
+	if only != "" {
+		if !contains(files, only) {
+			return nil, fmt.Errorf("module %s has no policy file %s to cut; its files are %s", id, only, strings.Join(files, ", "))
+		}
+		files = []string{only}
+	}
 	cut := map[string]int{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -53,7 +61,7 @@ func CopyPolicies(id, dir, dest string) (map[string]int, error) {
 		if err != nil {
 			return err
 		}
-		if contains(Policies[id], filepath.ToSlash(rel)) {
+		if contains(files, filepath.ToSlash(rel)) {
 			var n int
 			src, n = cutCEL(src, id)
 			if n == 0 {
@@ -67,7 +75,7 @@ func CopyPolicies(id, dir, dest string) (map[string]int, error) {
 		}
 		return os.WriteFile(filepath.Join(dest, rel), src, info.Mode().Perm())
 	})
-	for _, f := range Policies[id] {
+	for _, f := range files {
 		if _, ok := cut[f]; !ok && err == nil {
 			err = fmt.Errorf("module %s has no %s (labs/exercise's list is out of date)", id, f)
 		}
@@ -109,7 +117,7 @@ func cutCEL(src []byte, id string) ([]byte, int) {
 }
 
 // runPolicies writes the starting point of module id's exercise.
-func runPolicies(id, dest string) error {
+func runPolicies(id, dest, only string) error {
 	dirs, _ := filepath.Glob(filepath.Join("advanced", id+"-*"))
 	if len(dirs) != 1 {
 		return fmt.Errorf("module %s does not exist; run this from the repository root", id)
@@ -120,14 +128,16 @@ func runPolicies(id, dest string) error {
 	if _, err := os.Stat(dest); err == nil {
 		return fmt.Errorf("%s already exists. Keep working in it, or remove it to start over: rm -rf %s", dest, dest)
 	}
-	cut, err := CopyPolicies(id, dirs[0], dest)
+	cut, err := CopyPolicies(id, dirs[0], dest, only)
 	if err != nil {
 		_ = os.RemoveAll(dest)
 		return err
 	}
 	fmt.Printf(">> %s: module %s with the CEL of its policies cut out, each a TODO that admits everything until you write it:\n", dest, id)
 	for _, f := range Policies[id] {
-		fmt.Printf("     %-44s %d expression(s)\n", f, cut[f])
+		if n, ok := cut[f]; ok {
+			fmt.Printf("     %-44s %d expression(s)\n", f, n)
+		}
 	}
 	fmt.Printf(">> your task: labs/%s.md, section 'Exercise'\n", filepath.Base(dirs[0]))
 	fmt.Printf(">> try it:    kubectl apply -f %s/config/admission/   (the API server compiles your CEL)\n", filepath.ToSlash(dest))

@@ -11,7 +11,8 @@
 // Flags, for the tests of `make check-N`:
 //
 //	-dest DIR    write the copy to DIR instead of workspace/<stage folder>
-//	-only NAME   cut only this one function (a copy with one bug in it)
+//	-only NAME   cut only this one function (a copy with one bug in it); for
+//	             a module's policies, only this file's CEL
 package main
 
 import (
@@ -77,7 +78,7 @@ func run(args []string, dest, only string) error {
 		os.Exit(2)
 	}
 	if id := strings.ToUpper(args[0]); Policies[id] != nil {
-		return runPolicies(id, dest)
+		return runPolicies(id, dest, only)
 	}
 	n, err := strconv.Atoi(strings.TrimLeft(args[0], "0"))
 	if err != nil || Concept[n] == nil {
