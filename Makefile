@@ -41,6 +41,8 @@ GENERATE_TARGETS :=
 MANIFEST_TARGETS :=
 VERIFY_TARGETS   :=
 -include $(wildcard $(addsuffix /stage.mk,$(STAGES)))
+# The day-two modules (advanced/) bring theirs the same way.
+-include $(wildcard advanced/*/stage.mk)
 
 # ------------------------------------------------------------------ help ---
 

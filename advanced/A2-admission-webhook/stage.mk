@@ -1,0 +1,23 @@
+# Module A2's own targets. The root Makefile includes this file; `make
+# generate`, `make manifests` and `make verify` run the targets added to the
+# lists below, together with every stage's.
+
+GENERATE_TARGETS += generate-A2
+MANIFEST_TARGETS += manifests-A2
+VERIFY_TARGETS   += verify-A2
+
+.PHONY: generate-A2 manifests-A2 verify-A2 bench-admission
+
+generate-A2: $(BIN)/controller-gen ## Module A2: DeepCopy methods from the Go types (controller-gen).
+	@advanced/A2-admission-webhook/hack/generate.sh deepcopy
+
+manifests-A2: $(BIN)/controller-gen $(BIN)/kubectl ## Module A2: CRDs, RBAC and webhook configurations from the kubebuilder markers (controller-gen).
+	@advanced/A2-admission-webhook/hack/generate.sh manifests
+
+verify-A2: $(BIN)/controller-gen $(BIN)/kubectl ## Module A2: fail when the generated code or manifests are stale.
+	@advanced/A2-admission-webhook/hack/generate.sh verify
+
+ADMISSION_N ?= 200
+bench-admission: $(CLUSTER_TOOLS) ## Latency of a Logger create: no admission, A1's policies, A2's webhook (ADMISSION_N=200 dry-run creates each); bench/results/admission/.
+	@cluster/with-cluster.sh env ADMISSION_BENCH_N=$(ADMISSION_N) ADMISSION_BENCH_OUT=$(ROOT)/bench/results/admission \
+		go test -count=1 -v -timeout 20m -run '^TestAdmissionLatency$$' ./advanced/A2-admission-webhook/e2e/
