@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/operator-flow/operator-flow/harness"
@@ -46,14 +47,10 @@ func runCase(t *testing.T, c *harness.Clients, ns, name string, tc admission.Cas
 			t.Fatalf("storing the Logger before the cap: %v", err)
 		}
 		setNamespaceLabels(t, c, ns, tc.NamespaceLabels)
-		old, err := loggers.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := unstructured.SetNestedField(old.Object, int64(tc.Replicas), "spec", "replicas"); err != nil {
-			t.Fatal(err)
-		}
-		u, err = loggers.Update(ctx, old, metav1.UpdateOptions{})
+		// A merge patch, which carries no resourceVersion: the operator
+		// writes the Logger's status meanwhile.
+		patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, tc.Replicas)
+		u, err = loggers.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		o, rerr := result(u, err)
 		if rerr != nil {
 			t.Fatalf("updating Logger %s/%s: %v", ns, name, rerr)

@@ -39,7 +39,7 @@ var loggerGVR = harness.LoggerGVR
 // hands it the cluster's configuration.
 func withCluster(t *testing.T, name string, body func(t *testing.T, cfg *envconf.Config)) {
 	t.Helper()
-	harness.Env().Test(t, features.New(name).Assess(name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	harness.Env().Test(t, features.New("A2").Assess(name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		body(t, cfg)
 		return ctx
 	}).Feature())
