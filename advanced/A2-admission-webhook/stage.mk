@@ -17,7 +17,7 @@ manifests-A2: $(BIN)/controller-gen $(BIN)/kubectl ## Module A2: CRDs, RBAC and 
 verify-A2: $(BIN)/controller-gen $(BIN)/kubectl ## Module A2: fail when the generated code or manifests are stale.
 	@advanced/A2-admission-webhook/hack/generate.sh verify
 
-ADMISSION_N ?= 200
-bench-admission: $(CLUSTER_TOOLS) ## Latency of a Logger create: no admission, A1's policies, A2's webhook (ADMISSION_N=200 dry-run creates each); bench/results/admission/.
+ADMISSION_N ?= 1000
+bench-admission: $(CLUSTER_TOOLS) ## Latency of a Logger create: no admission, A1's policies, A2's webhook (ADMISSION_N=1000 dry-run creates each); bench/results/admission/.
 	@cluster/with-cluster.sh env ADMISSION_BENCH_N=$(ADMISSION_N) ADMISSION_BENCH_OUT=$(ROOT)/bench/results/admission \
 		go test -count=1 -v -timeout 20m -run '^TestAdmissionLatency$$' ./advanced/A2-admission-webhook/e2e/
