@@ -55,14 +55,14 @@ const defaultWorkers = 2
 // deploys into, not the ClusterRole: rights to every Lease would include
 // kube-controller-manager's.
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator-flow-system,roleName=operator-flow-A2-leader-election
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=operator-flow-system,roleName=operator-flow-A2-leader-election
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator-flow-system,roleName=operator-flow-a2-leader-election
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=operator-flow-system,roleName=operator-flow-a2-leader-election
 
-const leaderElectionID = "operator-flow-A2"
+const leaderElectionID = "operator-flow-a2"
 
 // eventSource names the operator in the Events it records (the From column
 // of `kubectl describe`).
-const eventSource = "operator-flow-A2"
+const eventSource = "operator-flow-a2"
 
 // /metrics asks the API server who a caller is (TokenReview) and whether
 // they may GET /metrics (SubjectAccessReview) before it answers.

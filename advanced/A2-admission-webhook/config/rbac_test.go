@@ -20,7 +20,7 @@ import (
 // permissions, the operator does its whole job.
 func TestRBACDoesNotGrow(t *testing.T) {
 	want := map[string][]rbacv1.PolicyRule{
-		"ClusterRole/operator-flow-A2-manager": {
+		"ClusterRole/operator-flow-a2-manager": {
 			// Create and repair Loggers' Deployments; the cache lists and
 			// watches them. get: a create refused as AlreadyExists is
 			// followed by a read past the cache. No delete: the garbage
@@ -46,13 +46,13 @@ func TestRBACDoesNotGrow(t *testing.T) {
 			// The booking, through the status subresource.
 			{APIGroups: []string{"flights.com"}, Resources: []string{"flighttickets/status"}, Verbs: []string{"patch"}},
 		},
-		"Role/operator-flow-A2-leader-election": {
+		"Role/operator-flow-a2-leader-election": {
 			// The lock records a "became leader" Event on the Lease.
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// Take, renew and release the Lease.
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "update"}},
 		},
-		"Role/operator-flow-A2-ledger": {
+		"Role/operator-flow-a2-ledger": {
 			// Seat holds: the cache lists and watches them; create, patch,
 			// delete; get after a create refused as AlreadyExists.
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "delete", "get", "list", "patch", "watch"}},
@@ -71,8 +71,8 @@ func TestUserRoles(t *testing.T) {
 		{"flightticket", "flighttickets", "flights.com"},
 		{"logger", "loggers", "example.com"},
 	} {
-		editor := "ClusterRole/operator-flow-A2-" + k.kind + "-editor"
-		viewer := "ClusterRole/operator-flow-A2-" + k.kind + "-viewer"
+		editor := "ClusterRole/operator-flow-a2-" + k.kind + "-editor"
+		viewer := "ClusterRole/operator-flow-a2-" + k.kind + "-viewer"
 		want := map[string][]rbacv1.PolicyRule{
 			editor: {
 				{APIGroups: []string{k.group}, Resources: []string{k.plural}, Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"}},

@@ -48,7 +48,7 @@ manifests() {
 	local out=$1 raw f
 	raw=$(mktemp -d)
 	"$BIN/controller-gen" crd paths="./$STAGE/api/..." output:crd:dir="$raw/crd"
-	"$BIN/controller-gen" rbac:roleName=operator-flow-A2-manager \
+	"$BIN/controller-gen" rbac:roleName=operator-flow-a2-manager \
 		paths="./$STAGE;./$STAGE/internal/..." output:rbac:dir="$raw/rbac"
 	"$BIN/controller-gen" webhook paths="./$STAGE/internal/..." output:webhook:dir="$raw/webhook"
 	mkdir -p "$out/crd" "$out/rbac" "$out/webhook"
@@ -86,7 +86,7 @@ user_roles() {
 			apiVersion: rbac.authorization.k8s.io/v1
 			kind: ClusterRole
 			metadata:
-			  name: operator-flow-A2-${kind}-editor
+			  name: operator-flow-a2-${kind}-editor
 			  labels:
 			    rbac.authorization.k8s.io/aggregate-to-admin: "true"
 			    rbac.authorization.k8s.io/aggregate-to-edit: "true"
@@ -104,7 +104,7 @@ user_roles() {
 			apiVersion: rbac.authorization.k8s.io/v1
 			kind: ClusterRole
 			metadata:
-			  name: operator-flow-A2-${kind}-viewer
+			  name: operator-flow-a2-${kind}-viewer
 			  labels:
 			    rbac.authorization.k8s.io/aggregate-to-view: "true"
 			rules:

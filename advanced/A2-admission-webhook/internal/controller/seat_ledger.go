@@ -48,7 +48,7 @@ import (
 // refused as AlreadyExists, the one read that goes to the API server (see
 // Hold).
 //
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete,namespace=operator-flow-system,roleName=operator-flow-A2-ledger
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete,namespace=operator-flow-system,roleName=operator-flow-a2-ledger
 
 // The labels of a seat hold, so that people can list the ledger:
 // kubectl -n <ledger namespace> get configmaps -l app.kubernetes.io/component=seat-hold
