@@ -20,8 +20,8 @@ import (
 
 // The pairs to compare: 01's file and the generated one.
 var crdPairs = []struct{ handWritten, generated string }{
-	{"../../01-crd-yaml/crds/flighttickets.flights.com.yaml", "crd/flights.com_flighttickets.yaml"},
-	{"../../01-crd-yaml/crds/loggers.example.com.yaml", "crd/example.com_loggers.yaml"},
+	{"../../../01-crd-yaml/crds/flighttickets.flights.com.yaml", "crd/flights.com_flighttickets.yaml"},
+	{"../../../01-crd-yaml/crds/loggers.example.com.yaml", "crd/example.com_loggers.yaml"},
 }
 
 func TestGeneratedCRDsMatchStage01(t *testing.T) {
