@@ -32,7 +32,7 @@ kwok_only = $(if $(filter kind,$(CLUSTER)),$(if $(shell test $(1) -gt 90 && echo
 # The stage folders, in course order. `make run-3`, `make e2e STAGE=03` and
 # friends find a stage by its number.
 STAGES := 01-crd-yaml 02-raw-watch 03-informer-cache 04-workqueue 05-controller-runtime 06-status-and-owners
-stage_dir = $(filter $(shell printf %02d $(1))-%,$(STAGES))
+stage_dir = $(if $(filter A% a%,$(1)),$(wildcard advanced/A$(patsubst a%,%,$(patsubst A%,%,$(1)))-*),$(filter $(shell printf %02d $(1))-%,$(STAGES)))
 
 # A stage may bring targets of its own (code generation, manifests, deploy) in
 # <stage>/stage.mk. It adds them to these lists, which `make generate`,
@@ -41,14 +41,13 @@ GENERATE_TARGETS :=
 MANIFEST_TARGETS :=
 VERIFY_TARGETS   :=
 -include $(wildcard $(addsuffix /stage.mk,$(STAGES)))
-# The day-two modules (advanced/) bring theirs the same way.
 -include $(wildcard advanced/*/stage.mk)
 
 # ------------------------------------------------------------------ help ---
 
 .PHONY: help
 help: ## Show every target, one line each.
-	@echo "usage: make <target>   (N is a stage number, 1 to 6)"
+	@echo "usage: make <target>   (N is a stage number, 1 to 6, or a day-two module: A1)"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {t = $$1; sub(/%/, "N", t); d = $$2; gsub(/\$$\$$/, "$$", d); printf "  %-16s %s\n", t, d}' $(MAKEFILE_LIST)
 
 # ----------------------------------------------------------------- tools ---
@@ -254,9 +253,9 @@ lint: $(BIN)/golangci-lint ## Lint every package: golangci-lint and kube-api-lin
 	@$(BIN)/golangci-lint run $(LINT_DIRS)
 
 .PHONY: e2e
-e2e: $(CLUSTER_TOOLS) ## One stage's e2e tests: make e2e STAGE=3 (or STAGE=03).
+e2e: $(CLUSTER_TOOLS) ## One stage's e2e tests: make e2e STAGE=3 (or STAGE=03, or a module: STAGE=A1).
 	@test -n "$(STAGE)" || { echo "error: say which stage, e.g. make e2e STAGE=3" >&2; exit 2; }
-	@test -n "$(call stage_dir,$(STAGE))" || { echo "error: no stage $(STAGE); stages are: $(STAGES)" >&2; exit 2; }
+	@test -n "$(call stage_dir,$(STAGE))" || { echo "error: no stage $(STAGE); stages are: $(STAGES), and the day-two modules $(notdir $(wildcard advanced/A*-*))" >&2; exit 2; }
 	@cluster/with-cluster.sh go test -count=1 -timeout 30m -v ./$(call stage_dir,$(STAGE))/e2e/...
 
 .PHONY: chaos

@@ -5,7 +5,12 @@
 #   lab.sh lab N    install stage N's CRDs, replace any lab operator with stage
 #                   N's (in the background), apply the samples, wait until they
 #                   converge, print them and where to read on
-#   lab.sh stop     stop the operator a lab started
+#   lab.sh stop     stop the operator a lab started, and remove the admission
+#                   policies it installed
+#
+# N is a stage (1 to 6, or 01 to 06) or a day-two module (A1). A module's
+# admission policies (config/admission) are installed with its CRDs; a
+# module without an operator of its own runs its base's (advanced/bases.txt).
 #
 # The Makefile starts (or reuses) the cluster before calling this script.
 set -euo pipefail
@@ -21,14 +26,36 @@ PIDFILE="$STATE/lab-operator${CLUSTER_NAME:+-$CLUSTER_NAME}.pid"
 say() { printf '>> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# stage_dir N: the folder of stage N (1 and 01 both work).
+# stage_dir N: the folder of stage N (1 and 01 both work), or of day-two
+# module N (A1 and a1 both work), from the repository's root.
 stage_dir() {
 	local n d
+	case "$1" in
+	[Aa][0-9]*)
+		for d in "$ROOT"/advanced/A"${1:1}"-*/; do
+			[[ -d $d ]] && { echo "advanced/$(basename "$d")"; return; }
+		done
+		die "there is no day-two module $1 (modules: $(cd "$ROOT/advanced" && ls -d A*-* | tr '\n' ' '))"
+		;;
+	esac
 	n=$(printf '%02d' "$((10#$1))") || die "'$1' is not a stage number"
 	for d in "$ROOT"/"$n"-*/; do
 		[[ -d $d ]] && { basename "$d"; return; }
 	done
 	die "there is no stage $1 (stages: $(cd "$ROOT" && ls -d 0?-* | tr '\n' ' '))"
+}
+
+# id_of DIR: what the lab's files are named after: 06, A1.
+id_of() { local b; b=$(basename "$1"); echo "${b%%-*}"; }
+
+# operator_dir DIR: the folder whose operator runs for DIR: DIR's own, or
+# for a module without one, its base's.
+operator_dir() {
+	if [[ -f "$ROOT/$1/main.go" ]]; then
+		echo "$1"
+	elif [[ $1 == advanced/* ]]; then
+		awk -v id="$(id_of "$1")" '$1 == id { print $2 }' "$ROOT/advanced/bases.txt"
+	fi
 }
 
 # crds_of DIR: where a stage's CRDs are. Stages 02 to 04 use 01's hand-written
@@ -65,7 +92,27 @@ stop_operator() {
 	rm -f "$PIDFILE"
 }
 
-has_operator() { [[ -f "$ROOT/$1/main.go" ]]; }
+has_operator() { [[ -n $(operator_dir "$1") ]]; }
+
+# The admission policies a lab installed, cluster-wide: removed again when
+# the lab stops, or when another lab starts.
+ADMISSION="$STATE/lab-admission${CLUSTER_NAME:+-$CLUSTER_NAME}"
+
+install_admission() {
+	[[ -d "$ROOT/$1/config/admission" ]] || return 0
+	say "installing the admission policies of ${1}/config/admission"
+	kubectl apply -f "$ROOT/$1/config/admission" >/dev/null
+	echo "$1/config/admission" >"$ADMISSION"
+}
+
+remove_admission() {
+	[[ -f $ADMISSION ]] || return 0
+	local dir
+	dir=$(cat "$ADMISSION")
+	say "removing the admission policies of $dir"
+	kubectl delete --ignore-not-found -f "$ROOT/$dir" >/dev/null
+	rm -f "$ADMISSION"
+}
 
 # endpoint_flags DIR: the flags that keep stage DIR's endpoints on loopback.
 # Stages 05 and 06 serve /metrics and the health probes, by default on
@@ -75,17 +122,18 @@ has_operator() { [[ -f "$ROOT/$1/main.go" ]]; }
 endpoint_flags() {
 	local flag
 	for flag in metrics-bind-address=127.0.0.1:8443 health-probe-bind-address=127.0.0.1:8081; do
-		if grep -q "\"${flag%%=*}\"" "$ROOT/$1/main.go"; then
+		if grep -q "\"${flag%%=*}\"" "$ROOT/$(operator_dir "$1")/main.go"; then
 			echo "--$flag"
 		fi
 	done
 }
 
 build_operator() {
-	local dir=$1
+	local dir
+	dir=$(operator_dir "$1")
 	mkdir -p "$STATE/lab"
 	say "building ./$dir"
-	(cd "$ROOT" && go build -o "$STATE/lab/operator-${dir%%-*}" "./$dir")
+	(cd "$ROOT" && go build -o "$STATE/lab/operator-$(id_of "$1")" "./$dir")
 }
 
 # wait_converged NS: every FlightTicket Booked and every Logger Available.
@@ -103,34 +151,51 @@ wait_converged() {
 	kubectl -n "$ns" wait --for=jsonpath='{.status.state}'=Available loggers --all --timeout=60s >/dev/null
 }
 
+# what_runs DIR: "stage 06 operator", "module A1's operator (stage 06's)".
+what_runs() {
+	local base
+	base=$(operator_dir "$1")
+	if [[ $base == "$1" && $1 == advanced/* ]]; then
+		echo "module $(id_of "$1") operator"
+	elif [[ $base == "$1" ]]; then
+		echo "stage $(id_of "$1") operator"
+	else
+		echo "module $(id_of "$1")'s operator (stage $(id_of "$base")'s)"
+	fi
+}
+
 cmd=${1:-}
 case "$cmd" in
 run)
 	dir=$(stage_dir "${2:?usage: lab.sh run N}")
 	install_crds "$dir"
+	install_admission "$dir"
 	has_operator "$dir" || { say "stage $dir has no operator: objects are stored and nothing acts on them. Try: make lab-1"; exit 0; }
-	say "running ./$dir in the foreground (Ctrl-C stops it)"
+	say "running ./$(operator_dir "$dir") in the foreground (Ctrl-C stops it)"
 	# shellcheck disable=SC2046 # one flag a line, split on purpose
-	cd "$ROOT" && exec go run "./$dir" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir")
+	cd "$ROOT" && exec go run "./$(operator_dir "$dir")" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir")
 	;;
 lab)
 	n=${2:?usage: lab.sh lab N}
 	dir=$(stage_dir "$n")
+	id=$(id_of "$dir")
 	ns=lab
 	stop_operator
+	remove_admission
 	install_crds "$dir"
+	install_admission "$dir"
 	kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 	if has_operator "$dir"; then
 		build_operator "$dir"
 		# One log per cluster, like the pid file: a second cluster's lab (the
 		# tests use CLUSTER_NAME) must not overwrite the workshop's log.
-		log="$STATE/logs/lab-${dir%%-*}${CLUSTER_NAME:+-$CLUSTER_NAME}.log"
+		log="$STATE/logs/lab-$id${CLUSTER_NAME:+-$CLUSTER_NAME}.log"
 		mkdir -p "$STATE/logs"
 		# LAB_OPERATOR_ARGS: more flags, as `make trace-N` passes (trace.sh).
 		# shellcheck disable=SC2046,SC2086 # split into flags on purpose
-		nohup "$STATE/lab/operator-${dir%%-*}" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir") ${LAB_OPERATOR_ARGS:-} >"$log" 2>&1 &
+		nohup "$STATE/lab/operator-$id" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir") ${LAB_OPERATOR_ARGS:-} >"$log" 2>&1 &
 		echo $! >"$PIDFILE"
-		say "stage ${dir%%-*} operator running in the background (pid $!); its log: ${log#"$ROOT"/}"
+		say "$(what_runs "$dir") running in the background (pid $!); its log: ${log#"$ROOT"/}"
 	fi
 	say "applying the samples into namespace '$ns'"
 	kubectl -n "$ns" apply -f "$ROOT/01-crd-yaml/samples/"
@@ -145,7 +210,7 @@ lab)
 		if [[ -z $state || $state == Z* ]]; then
 			rm -f "$PIDFILE"
 			tail -n 3 "$log" >&2
-			die "the stage ${dir%%-*} operator stopped at once; its log: ${log#"$ROOT"/}"
+			die "the $(what_runs "$dir") stopped at once; its log: ${log#"$ROOT"/}"
 		fi
 	fi
 	echo
@@ -155,12 +220,13 @@ lab)
 		kubectl -n "$ns" get deployments
 	fi
 	echo
-	lab=$(ls "$ROOT"/labs/"${dir%%-*}"-*.md 2>/dev/null | head -n1 || true)
+	lab=$(ls "$ROOT"/labs/"$id"-*.md 2>/dev/null | head -n1 || true)
 	say "read on: ${lab:+${lab#"$ROOT"/}, and }$dir/README.md"
 	say "kubectl: eval \$(make env), then e.g. kubectl -n $ns get ft"
 	;;
 stop)
 	stop_operator
+	remove_admission
 	;;
 *)
 	die "usage: lab.sh run N | lab N | stop"

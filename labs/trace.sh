@@ -17,10 +17,18 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 n=${1:?usage: trace.sh N}
 case "$n" in
-[1-6] | 0[1-6]) n=$((10#$n)) ;;
-*) die "there is no stage $n; trace a stage from 1 to 6, e.g. make trace-2" ;;
+[1-6] | 0[1-6])
+	n=$((10#$n))
+	nn=$(printf '%02d' "$n") # what lab.sh names its files after
+	;;
+[Aa][0-9]*)
+	# A day-two module: its operator is stage 06's, or builds on it.
+	nn=A${n:1}
+	n=$nn
+	[[ -n $(ls -d "$ROOT"/advanced/"$nn"-* 2>/dev/null) ]] || die "there is no day-two module $nn"
+	;;
+*) die "there is no stage $n; trace a stage from 1 to 6 or a day-two module, e.g. make trace-2, make trace-A1" ;;
 esac
-nn=$(printf '%02d' "$n")
 obj=${OBJ:-logger/lab/audit}
 out="$STATE/trace"
 # One set of files per cluster, as lab.sh keeps one log per cluster.
@@ -33,9 +41,9 @@ mkdir -p "$out"
 record="$out/record-$nn$suffix.jsonl"
 : >"$record"
 export APICOUNT_RECORD="$record"
-if ((n >= 5)); then
-	export LAB_OPERATOR_ARGS="--zap-time-encoding=rfc3339nano"
-fi
+case "$n" in
+5 | 6 | A*) export LAB_OPERATOR_ARGS="--zap-time-encoding=rfc3339nano" ;;
+esac
 say "make lab-$n, with the operator's requests and watch events recorded (${record#"$ROOT"/})"
 if ! "$ROOT/labs/lab.sh" lab "$n" >"$out/lab-$nn$suffix.out" 2>&1; then
 	cat "$out/lab-$nn$suffix.out" >&2
@@ -44,7 +52,7 @@ fi
 
 args=(--stage "$n" --obj "$obj" --kubeconfig "$KUBECONFIG" --root "$ROOT"
 	--out "$out/trace-$n$suffix.md")
-if ((n >= 2)); then
+if [[ $n != 1 ]]; then
 	args+=(--record "$record" --log "$STATE/logs/lab-$nn$suffix.log")
 fi
 # DELETE=1 deletes it as kubectl does by default (the garbage collector

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"sort"
 	"strings"
 	"time"
 
@@ -77,8 +78,41 @@ func AuditHops(events []auditv1.Event, o Object, recorded bool) []Hop {
 		}
 		h.Stored = apicount.Key{Verb: verb}.IsWrite() && h.Code >= 200 && h.Code < 300
 		out = append(out, h)
+		if ref.Resource == o.Resource && ref.Subresource == "" {
+			if note := admissionNote(e.Annotations); note != "" {
+				out = append(out, Hop{Time: h.Time, From: APIServer, To: APIServer, Verb: note})
+			}
+		}
 	}
 	return out
+}
+
+// notAdmission are the audit annotations that other steps of a request
+// write: who it is, whether it may, how long it took.
+var notAdmission = []string{"authentication.k8s.io/", "authorization.k8s.io/", "apiserver.latency.k8s.io/"}
+
+// admissionNote turns what admission wrote into a request's audit event
+// into a note over the API server: a ValidatingAdmissionPolicy's
+// auditAnnotations ("<policy>/<key>") and failed validations under Audit
+// (validation.policy.admission.k8s.io/validation_failure), a mutating
+// webhook's verdict (mutation.webhook.admission.k8s.io/round_<r>_index_<i>).
+// A MutatingAdmissionPolicy writes none. "" when there is nothing.
+func admissionNote(annotations map[string]string) string {
+	var parts []string
+	for k, v := range annotations {
+		skip := false
+		for _, p := range notAdmission {
+			skip = skip || strings.HasPrefix(k, p)
+		}
+		if !skip {
+			parts = append(parts, k+": "+v)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	sort.Strings(parts)
+	return "admission, " + strings.Join(parts, "; ")
 }
 
 // participant names the client of an audit event, and for the controller

@@ -155,7 +155,7 @@ func (t *Tracer) poll(ctx context.Context, timeout time.Duration, what string, c
 	t.say("waiting for %s", what)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, cond)
 	if wait.Interrupted(err) {
-		return fmt.Errorf("waited %s for %s in vain (is stage %s's operator running? make lab-%d starts it; its log is in .state/logs/)", timeout, what, t.Stage.Dir, t.Stage.Number)
+		return fmt.Errorf("waited %s for %s in vain (is stage %s's operator running? make lab-%s starts it; its log is in .state/logs/)", timeout, what, t.Stage.Dir, t.Stage.ID)
 	}
 	return err
 }

@@ -1,10 +1,19 @@
 package trace
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Stage is what a trace needs to know about a stage: what it is called and
 // what it calls the parts of its operator, as its lab's diagrams do.
 type Stage struct {
+	// Number is the stage's; a day-two module's is its base stage's, whose
+	// operator it runs or extends.
 	Number int
-	Dir    string // "02-raw-watch"
+	// ID is what make targets call it: "2" in make trace-2, "A1".
+	ID  string
+	Dir string // "02-raw-watch", "advanced/A1-admission-policies"
 	// Names of the participants that differ from stage to stage.
 	Watch, Queue, Worker string
 	// Handoff is where the operator's log says an event goes: the sync (02),
@@ -12,22 +21,37 @@ type Stage struct {
 	Handoff string
 }
 
-// Stages are the course's stages, 1 to 6.
+// Stages are the course's stages, 1 to 6, then the day-two modules.
 var Stages = []Stage{
-	{Number: 1, Dir: "01-crd-yaml"},
-	{Number: 2, Dir: "02-raw-watch", Watch: "watch (one loop)", Worker: "sync (the same loop)", Handoff: Worker},
-	{Number: 3, Dir: "03-informer-cache", Watch: "informer (reflector + cache)", Worker: "event handlers", Handoff: Worker},
-	{Number: 4, Dir: "04-workqueue", Watch: "informers (cache)", Queue: "queue of keys", Worker: "workers", Handoff: Queue},
-	{Number: 5, Dir: "05-controller-runtime", Watch: "Manager cache (informers)", Queue: "queue of keys", Worker: "Reconcile"},
-	{Number: 6, Dir: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
+	{Number: 1, ID: "1", Dir: "01-crd-yaml"},
+	{Number: 2, ID: "2", Dir: "02-raw-watch", Watch: "watch (one loop)", Worker: "sync (the same loop)", Handoff: Worker},
+	{Number: 3, ID: "3", Dir: "03-informer-cache", Watch: "informer (reflector + cache)", Worker: "event handlers", Handoff: Worker},
+	{Number: 4, ID: "4", Dir: "04-workqueue", Watch: "informers (cache)", Queue: "queue of keys", Worker: "workers", Handoff: Queue},
+	{Number: 5, ID: "5", Dir: "05-controller-runtime", Watch: "Manager cache (informers)", Queue: "queue of keys", Worker: "Reconcile"},
+	{Number: 6, ID: "6", Dir: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
+	{Number: 6, ID: "A1", Dir: "advanced/A1-admission-policies", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
 }
 
 // StageNumber returns stage n, or false.
 func StageNumber(n int) (Stage, bool) {
-	if n < 1 || n > len(Stages) {
+	if n < 1 || n > 6 {
 		return Stage{}, false
 	}
 	return Stages[n-1], true
+}
+
+// StageID returns the stage or module make targets call id ("3", "03",
+// "A1", "a1"), or false.
+func StageID(id string) (Stage, bool) {
+	if n, err := strconv.Atoi(id); err == nil {
+		return StageNumber(n)
+	}
+	for _, s := range Stages {
+		if strings.EqualFold(s.ID, id) {
+			return s, true
+		}
+	}
+	return Stage{}, false
 }
 
 // participants in the order a diagram lists them, with their aliases.

@@ -176,3 +176,21 @@ func TestAuditLogMissing(t *testing.T) {
 		t.Errorf("want an error that says to recreate the cluster, got %v", err)
 	}
 }
+
+// TestAdmissionNote: what admission wrote into the audit event of a write to
+// the object becomes a note over the API server, after the write; who the
+// client is and why it may (authorization) are not admission.
+func TestAdmissionNote(t *testing.T) {
+	line := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","stage":"ResponseComplete","verb":"create","user":{"username":"kwok-admin"},"userAgent":"kubectl/v1.36.3","objectRef":{"resource":"loggers","namespace":"lab","name":"audit","apiGroup":"example.com","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"2026-11-24T23:10:49.100000Z","stageTimestamp":"2026-11-24T23:10:49.103000Z","annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"","logger-replicas/replicas":"1 (cap none)"}}` + "\n"
+	var got []string
+	for _, h := range AuditHops(ParseAudit([]byte(line)), audit, true) {
+		got = append(got, h.From+" "+h.To+" "+h.What())
+	}
+	want := []string{
+		"kubectl apiserver CREATE loggers audit → 201",
+		"apiserver apiserver admission, logger-replicas/replicas: 1 (cap none)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("hops:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

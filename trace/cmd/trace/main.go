@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	stageN := flag.Int("stage", 0, "the stage whose operator runs (1 to 6)")
+	stageID := flag.String("stage", "", "the stage whose operator runs (1 to 6), or a day-two module (A1)")
 	obj := flag.String("obj", "logger/lab/audit", "the object: kind/namespace/name")
 	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig")
 	root := flag.String("root", ".", "the repository's root")
@@ -28,9 +28,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
-	stage, ok := trace.StageNumber(*stageN)
+	stage, ok := trace.StageID(*stageID)
 	if !ok {
-		fail(fmt.Errorf("--stage %d: stages are 1 to 6", *stageN))
+		fail(fmt.Errorf("--stage %q: stages are 1 to 6, day-two modules A1", *stageID))
 	}
 	o, err := trace.ParseObject(*obj)
 	if err != nil {
