@@ -6,7 +6,7 @@ GENERATE_TARGETS += generate-A2
 MANIFEST_TARGETS += manifests-A2
 VERIFY_TARGETS   += verify-A2
 
-.PHONY: generate-A2 manifests-A2 verify-A2 bench-admission
+.PHONY: generate-A2 manifests-A2 verify-A2 bench-admission run-A2 lab-A2 webhook-A2-down
 
 generate-A2: $(BIN)/controller-gen ## Module A2: DeepCopy methods from the Go types (controller-gen).
 	@advanced/A2-admission-webhook/hack/generate.sh deepcopy
@@ -16,6 +16,17 @@ manifests-A2: $(BIN)/controller-gen $(BIN)/kubectl ## Module A2: CRDs, RBAC and 
 
 verify-A2: $(BIN)/controller-gen $(BIN)/kubectl ## Module A2: fail when the generated code or manifests are stale.
 	@advanced/A2-admission-webhook/hack/generate.sh verify
+
+# run-A2 and lab-A2 are labs/lab.sh's run and lab plus what a webhook needs:
+# a serving certificate and the webhook configurations (hack/lab.sh).
+run-A2: cluster ## Module A2: CRDs, certificate and webhook configurations for namespace lab, the operator in the foreground.
+	@advanced/A2-admission-webhook/hack/lab.sh run
+
+lab-A2: cluster ## Module A2: make lab-N for A2, with the webhook's certificate and configurations (namespace lab).
+	@advanced/A2-admission-webhook/hack/lab.sh lab
+
+webhook-A2-down: ## Module A2: delete the webhook configurations (after make lab-stop, before another stage's lab).
+	@advanced/A2-admission-webhook/hack/lab.sh down
 
 ADMISSION_N ?= 1000
 bench-admission: $(CLUSTER_TOOLS) ## Latency of a Logger create: no admission, A1's policies, A2's webhook (ADMISSION_N=1000 dry-run creates each); bench/results/admission/.

@@ -49,15 +49,16 @@ func main() {
 	host := flag.String("host", "127.0.0.1", "the address the API server calls the webhook at, and the certificate's")
 	port := flag.Int("port", 9443, "the webhook server's port (the operator's --webhook-bind-address=<host>:<port>)")
 	failurePolicy := flag.String("failure-policy", "Fail", "what the API server does when the webhook does not answer: Fail or Ignore")
+	keep := flag.Bool("keep-cert", false, "keep the certificate in --cert-dir (the one the operator serves) and only write the configurations")
 	del := flag.Bool("delete", false, "delete the webhook configurations and stop")
 	flag.Parse()
-	if err := run(*manifests, *namespace, *certDir, *host, *port, *failurePolicy, *del); err != nil {
+	if err := run(*manifests, *namespace, *certDir, *host, *port, *failurePolicy, *keep, *del); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(manifests, namespace, certDir, host string, port int, failurePolicy string, del bool) error {
+func run(manifests, namespace, certDir, host string, port int, failurePolicy string, keep, del bool) error {
 	cfg, err := config.GetConfig()
 	if err != nil {
 		return err
@@ -78,19 +79,15 @@ func run(manifests, namespace, certDir, host string, port int, failurePolicy str
 		return err
 	}
 	defer func() { _ = opts.Cleanup() }()
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
+	bundle := opts.LocalServingCAData
+	if keep {
+		// envtest's CA bundle is the serving certificate itself: a client
+		// that trusts it accepts exactly that certificate.
+		if bundle, err = os.ReadFile(filepath.Join(certDir, "tls.crt")); err != nil {
+			return fmt.Errorf("--keep-cert: %w", err)
+		}
+	} else if err := writeCert(opts.LocalServingCertDir, certDir); err != nil {
 		return err
-	}
-	// The key first: the operator's certwatcher re-reads the pair on each
-	// change, and keeps the old one until the two match.
-	for _, f := range []string{"tls.key", "tls.crt"} {
-		b, err := os.ReadFile(filepath.Join(opts.LocalServingCertDir, f))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(certDir, f), b, 0o600); err != nil {
-			return err
-		}
 	}
 	certs := time.Since(start)
 	var selector *metav1.LabelSelector
@@ -104,6 +101,7 @@ func run(manifests, namespace, certDir, host string, port int, failurePolicy str
 				return err
 			}
 			m.Webhooks[i].NamespaceSelector, m.Webhooks[i].FailurePolicy = selector, &fp
+			m.Webhooks[i].ClientConfig.CABundle = bundle
 		}
 	}
 	for _, v := range opts.ValidatingWebhooks {
@@ -113,6 +111,7 @@ func run(manifests, namespace, certDir, host string, port int, failurePolicy str
 				return err
 			}
 			v.Webhooks[i].NamespaceSelector, v.Webhooks[i].FailurePolicy = selector, &fp
+			v.Webhooks[i].ClientConfig.CABundle = bundle
 		}
 	}
 	// Creates the configurations, or updates them, and waits until the API
@@ -126,8 +125,31 @@ func run(manifests, namespace, certDir, host string, port int, failurePolicy str
 		scope = "namespace " + namespace
 	}
 	fmt.Printf(">> webhook configurations %s and %s for Loggers in %s, failurePolicy %s\n", mutatingName, validatingName, scope, fp)
-	fmt.Printf(">> a new CA and serving certificate in %s (%s); the CA bundle is in the configurations\n", abs, certs.Round(time.Millisecond))
+	if keep {
+		fmt.Printf(">> the serving certificate in %s kept; it is the CA bundle of the configurations\n", abs)
+	} else {
+		fmt.Printf(">> a new CA and serving certificate in %s (%s); the CA bundle is in the configurations\n", abs, certs.Round(time.Millisecond))
+	}
 	fmt.Printf(">> run the operator with: --webhook-bind-address=%s:%d --webhook-cert-dir=%s\n", host, port, abs)
+	return nil
+}
+
+// writeCert copies tls.key, then tls.crt, from envtest's folder to dir. The
+// key first: the operator's certwatcher re-reads the pair on each change,
+// and keeps the old one until the two match.
+func writeCert(from, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, f := range []string{"tls.key", "tls.crt"} {
+		b, err := os.ReadFile(filepath.Join(from, f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
