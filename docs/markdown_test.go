@@ -57,11 +57,30 @@ var spanRE = regexp.MustCompile("`([^`]+)`")
 // stageDirs are the six stage folders, in course order.
 var stageDirs = []string{"01-crd-yaml", "02-raw-watch", "03-informer-cache", "04-workqueue", "05-controller-runtime", "06-status-and-owners"}
 
+// moduleDirs are the day-two modules with an operator of their own
+// (advanced/*/main.go). A doc about one is checked against it as a doc
+// about a stage is against the stage.
+var moduleDirs = func() []string {
+	mains, _ := filepath.Glob(filepath.Join(root, "advanced", "*", "main.go"))
+	var dirs []string
+	for _, m := range mains {
+		rel, _ := filepath.Rel(root, filepath.Dir(m))
+		dirs = append(dirs, filepath.ToSlash(rel))
+	}
+	return dirs
+}()
+
 // stageOf names the stage a doc is about: its own folder for a stage README,
-// stage N for lab N, none for the rest.
+// stage N for lab N, none for the rest; the same for a module with an
+// operator (labs/A2-....md is module A2's lab).
 func stageOf(path string) string {
 	for _, s := range stageDirs {
 		if strings.HasPrefix(path, s+"/") || path == "labs/"+s+".md" {
+			return s
+		}
+	}
+	for _, s := range moduleDirs {
+		if strings.HasPrefix(path, s+"/") || path == "labs/"+filepath.Base(s)+".md" {
 			return s
 		}
 	}

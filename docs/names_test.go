@@ -92,7 +92,7 @@ var (
 func newResolver(t *testing.T) *resolver {
 	sharedOnce.Do(func() {
 		r := &resolver{repo: indexTree(t, "."), stages: map[string]*goIndex{}}
-		for _, s := range stageDirs {
+		for _, s := range append(append([]string{}, stageDirs...), moduleDirs...) {
 			r.stages[s] = indexTree(t, s)
 		}
 		sharedResolver = r
@@ -224,7 +224,8 @@ func (r *resolver) operatorFlags(stage string) map[string]bool {
 		flagSets = map[string]map[string]bool{}
 		dir := r.t.TempDir()
 		var pkgs []string
-		for _, s := range stageDirs[1:] {
+		operators := append(append([]string{}, stageDirs[1:]...), moduleDirs...)
+		for _, s := range operators {
 			pkgs = append(pkgs, "./"+s)
 		}
 		build := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
@@ -232,9 +233,9 @@ func (r *resolver) operatorFlags(stage string) map[string]bool {
 		if out, err := build.CombinedOutput(); err != nil {
 			r.t.Fatalf("go build of the operators: %v\n%s", err, out)
 		}
-		for _, s := range stageDirs[1:] {
+		for _, s := range operators {
 			// The flag package prints the flags and exits with 0 on --help.
-			out, err := exec.Command(filepath.Join(dir, s), "--help").CombinedOutput()
+			out, err := exec.Command(filepath.Join(dir, filepath.Base(s)), "--help").CombinedOutput()
 			if err != nil {
 				r.t.Fatalf("%s --help: %v\n%s", s, err, out)
 			}

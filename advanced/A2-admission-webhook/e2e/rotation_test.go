@@ -34,9 +34,8 @@ func TestCertificateRotation(t *testing.T) {
 
 		// A new CA and serving certificate, for the same names and port.
 		next := &envtest.WebhookInstallOptions{
-			LocalServingHost:             wh.opts.LocalServingHost,
-			LocalServingHostExternalName: wh.opts.LocalServingHostExternalName,
-			LocalServingPort:             wh.opts.LocalServingPort,
+			LocalServingHost: wh.opts.LocalServingHost,
+			LocalServingPort: wh.opts.LocalServingPort,
 		}
 		if err := next.PrepWithoutInstalling(); err != nil {
 			t.Fatal(err)

@@ -15,11 +15,9 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -64,25 +62,21 @@ type webhook struct {
 // bundle come from controller-runtime's envtest.WebhookInstallOptions: a
 // fresh self-signed CA and a serving certificate, written to a temporary
 // folder, the CA bundle set in each configuration's clientConfig, and a free
-// port. On kwok the API server calls https://127.0.0.1:<port>/<path>; on
-// kind, from inside its container, a Service of ns whose EndpointSlice
-// points at the Docker network's gateway, where the operator then listens.
+// port. The API server calls https://<host>:<port>/<path>: on kwok it runs
+// on this machine, and host is 127.0.0.1; on kind it runs in the node's
+// container, and host is this machine's address on the Docker network kind
+// made (its gateway), where the operator then listens.
 func installWebhook(t *testing.T, c *harness.Clients, ns string, fp admissionregistrationv1.FailurePolicyType) *webhook {
 	t.Helper()
 	opts := &envtest.WebhookInstallOptions{
 		Paths:            []string{harness.RepoPath("advanced", "A2-admission-webhook", "config", "webhook", "manifests.yaml")},
 		LocalServingHost: "127.0.0.1",
 	}
-	const svcName = "a2-webhook"
-	kind := os.Getenv("CLUSTER") == "kind"
-	if kind {
+	if os.Getenv("CLUSTER") == "kind" {
 		opts.LocalServingHost = kindGateway(t)
-		// The name the API server checks the certificate against.
-		opts.LocalServingHostExternalName = svcName + "." + ns + ".svc"
 	}
-	// The CA, the certificate (for localhost, the host and the external
-	// name), a free port, and clientConfig rewritten to a URL with the CA
-	// bundle.
+	// The CA, the certificate (for localhost and the host), a free port,
+	// and clientConfig rewritten to a URL with the CA bundle.
 	if err := opts.PrepWithoutInstalling(); err != nil {
 		t.Fatalf("preparing the webhook's certificates: %v", err)
 	}
@@ -90,20 +84,14 @@ func installWebhook(t *testing.T, c *harness.Clients, ns string, fp admissionreg
 	w := &webhook{opts: opts, mutating: ns + "-mutating", validating: ns + "-validating"}
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
 	// envtest writes the URL as https://host:port/ + the service's path,
-	// which starts with a slash already: the path is taken back out of it.
+	// which starts with a slash already: one of the two goes.
 	scope := func(cc *admissionregistrationv1.WebhookClientConfig) {
 		u, err := url.Parse(*cc.URL)
 		if err != nil {
 			t.Fatalf("envtest's webhook URL: %v", err)
 		}
-		path := "/" + strings.TrimLeft(u.Path, "/")
-		if !kind {
-			u.Path = path
-			cc.URL = ptr.To(u.String())
-			return
-		}
-		cc.URL = nil
-		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: ns, Name: svcName, Path: &path, Port: ptr.To(int32(opts.LocalServingPort))}
+		u.Path = "/" + strings.TrimLeft(u.Path, "/")
+		cc.URL = ptr.To(u.String())
 	}
 	for _, m := range opts.MutatingWebhooks {
 		m.Name = w.mutating
@@ -136,9 +124,6 @@ func installWebhook(t *testing.T, c *harness.Clients, ns string, fp admissionreg
 			t.Errorf("deleting ValidatingWebhookConfiguration %s: %v", w.validating, err)
 		}
 	})
-	if kind {
-		serviceToHost(t, c, ns, svcName, opts.LocalServingHost, opts.LocalServingPort)
-	}
 	if err := opts.Install(c.Config); err != nil {
 		t.Fatalf("installing the webhook configurations: %v", err)
 	}
@@ -191,32 +176,6 @@ func kindGateway(t *testing.T) string {
 	}
 	t.Fatalf("docker network kind has no IPv4 gateway: %q", out)
 	return ""
-}
-
-// serviceToHost creates a Service without a selector and the EndpointSlice
-// that gives it its one endpoint, host:port outside the cluster: the API
-// server resolves the webhook's service reference to it.
-func serviceToHost(t *testing.T, c *harness.Clients, ns, name, host string, port int) {
-	t.Helper()
-	ctx := context.Background()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
-			Name: "webhook", Port: int32(port), TargetPort: intstr.FromInt32(int32(port)), Protocol: corev1.ProtocolTCP,
-		}}},
-	}
-	if _, err := c.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eps := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("webhook"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
-	if _, err := c.Kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, eps, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // outcome is what admission made of one write.
