@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,10 +18,6 @@ import (
 // the MutatingAdmissionPolicy logger-team.
 var a1Policies = harness.RepoPath("advanced", "A1-admission-policies", "config", "admission")
 
-// a1Fallback is a copy of those two policies, used only while A1 is not in
-// the repository.
-var a1Fallback = harness.RepoPath("advanced", "A2-admission-webhook", "e2e", "testdata", "a1-policies")
-
 var (
 	vapGVR  = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
 	vapbGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
@@ -37,10 +32,6 @@ var (
 func installPolicies(t *testing.T, c *harness.Clients, prefix, ns string) {
 	t.Helper()
 	dir := a1Policies
-	if _, err := os.Stat(dir); err != nil {
-		dir = a1Fallback
-		t.Logf("%s is not there: using the copy in %s", a1Policies, dir)
-	}
 	want := map[string]schema.GroupVersionResource{
 		"ValidatingAdmissionPolicy/logger-replicas": vapGVR,
 		"MutatingAdmissionPolicy/logger-team":       mapGVR,
