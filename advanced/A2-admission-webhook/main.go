@@ -141,8 +141,9 @@ func main() {
 			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 		},
 		HealthProbeBindAddress: *probeAddr,
-		// HTTP/1.1 only, as for /metrics: the API server calls webhooks
-		// over either.
+		// HTTP/1.1 only, as for /metrics (controller-runtime offers HTTP/2
+		// unless told not to): the API server's calls need nothing HTTP/2
+		// adds (webhookServerOptions).
 		WebhookServer: ctrlwebhook.NewServer(webhookOpts),
 
 		LeaderElection:          *leaderElect,

@@ -26,7 +26,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 STAGE=advanced/A2-admission-webhook
-BIN=${BIN:-$ROOT/bin} # a BIN in the environment wins (a second checkout)
+BIN="$ROOT/bin"
 cd "$ROOT"
 
 API_PKGS=(api/flights/v1 api/example/v1)
