@@ -57,35 +57,23 @@ var spanRE = regexp.MustCompile("`([^`]+)`")
 // stageDirs are the six stage folders, in course order.
 var stageDirs = []string{"01-crd-yaml", "02-raw-watch", "03-informer-cache", "04-workqueue", "05-controller-runtime", "06-status-and-owners"}
 
-// moduleDirs are the day-two modules with an operator of their own
-// (advanced/*/main.go). A doc about one is checked against it as a doc
-// about a stage is against the stage.
-var moduleDirs = func() []string {
-	mains, _ := filepath.Glob(filepath.Join(root, "advanced", "*", "main.go"))
-	var dirs []string
-	for _, m := range mains {
-		rel, _ := filepath.Rel(root, filepath.Dir(m))
-		dirs = append(dirs, filepath.ToSlash(rel))
-	}
-	return dirs
-}()
-
 // stageOf names the stage a doc is about: its own folder for a stage README,
-// stage N for lab N, none for the rest; the same for a module with an
-// operator (labs/A2-....md is module A2's lab).
+// stage N for lab N, the module's folder for a day-two module's README and
+// lab, none for the rest.
 func stageOf(path string) string {
 	for _, s := range stageDirs {
 		if strings.HasPrefix(path, s+"/") || path == "labs/"+s+".md" {
 			return s
 		}
 	}
-	for _, s := range moduleDirs {
-		if strings.HasPrefix(path, s+"/") || path == "labs/"+filepath.Base(s)+".md" {
-			return s
-		}
+	if m := moduleRE.FindStringSubmatch(path); m != nil {
+		return "advanced/" + m[1]
 	}
 	return ""
 }
+
+// moduleRE reads a day-two module's folder from its README's or lab's path.
+var moduleRE = regexp.MustCompile(`^(?:advanced/|labs/)(A\d+-[a-z0-9-]+)(?:/|\.md$)`)
 
 // readDoc splits a Markdown file into blocks, spans and prose.
 func readDoc(t *testing.T, path string) doc {
@@ -169,5 +157,5 @@ func allDocs(t *testing.T) []string {
 // isLab says whether a doc is a lab, whose sh, console and text blocks
 // labs/e2e runs and compares (labs/e2e/docs_test.go).
 func isLab(path string) bool {
-	return strings.HasPrefix(path, "labs/0") && strings.HasSuffix(path, ".md")
+	return (strings.HasPrefix(path, "labs/0") || strings.HasPrefix(path, "labs/A")) && strings.HasSuffix(path, ".md")
 }

@@ -92,7 +92,12 @@ var (
 func newResolver(t *testing.T) *resolver {
 	sharedOnce.Do(func() {
 		r := &resolver{repo: indexTree(t, "."), stages: map[string]*goIndex{}}
-		for _, s := range append(append([]string{}, stageDirs...), moduleDirs...) {
+		for _, s := range stageDirs {
+			r.stages[s] = indexTree(t, s)
+		}
+		modules, _ := filepath.Glob(filepath.Join(root, "advanced", "A[0-9]*-*"))
+		for _, m := range modules {
+			s := "advanced/" + filepath.Base(m)
 			r.stages[s] = indexTree(t, s)
 		}
 		sharedResolver = r
@@ -224,7 +229,13 @@ func (r *resolver) operatorFlags(stage string) map[string]bool {
 		flagSets = map[string]map[string]bool{}
 		dir := r.t.TempDir()
 		var pkgs []string
-		operators := append(append([]string{}, stageDirs[1:]...), moduleDirs...)
+		// Stages 02 to 06, and the day-two modules with an operator of
+		// their own (advanced/*/main.go).
+		operators := append([]string{}, stageDirs[1:]...)
+		mains, _ := filepath.Glob(filepath.Join(root, "advanced", "A[0-9]*-*", "main.go"))
+		for _, m := range mains {
+			operators = append(operators, "advanced/"+filepath.Base(filepath.Dir(m)))
+		}
 		for _, s := range operators {
 			pkgs = append(pkgs, "./"+s)
 		}
@@ -399,8 +410,11 @@ func (r *resolver) madeByTheTools(p string) bool {
 // `r.Status().Patch`), maybe a pointer or a call with its arguments.
 var goNameRE = regexp.MustCompile(`^[*&]?[A-Za-z_][A-Za-z0-9_]*(\(\))?(\.[A-Za-z_][A-Za-z0-9_]*(\([^()]*\))?)*(\([^()]*\))?$`)
 
-// fieldRoots start a field path of an object, not Go.
-var fieldRoots = map[string]bool{"spec": true, "status": true, "metadata": true, "data": true, "items": true, "self": true, "oldSelf": true}
+// fieldRoots start a field path of an object, or a CEL expression's
+// variable (a CRD's rules: self, oldSelf; an admission policy's: object,
+// namespaceObject, request...), not Go.
+var fieldRoots = map[string]bool{"spec": true, "status": true, "metadata": true, "data": true, "items": true, "self": true, "oldSelf": true,
+	"object": true, "oldObject": true, "namespaceObject": true, "request": true, "params": true, "variables": true, "authorizer": true}
 
 // selectorRE: pkg.Name in Go code.
 var selectorRE = regexp.MustCompile(`\b[a-z][A-Za-z0-9]*\.[A-Z][A-Za-z0-9]*`)

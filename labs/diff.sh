@@ -34,16 +34,35 @@
 # both copies are written as trees into a scratch repository and those
 # trees are diffed.
 #
+# A day-two module (make diff-A1) is diffed against its base, the stage or
+# module advanced/bases.txt names, in the same way. A module with no
+# operator of its own (no main.go) runs its base's unchanged: its diff is
+# its own files, each one new.
+#
 # It runs on macOS's bash 3.2 and BSD tools as well as on Linux, with git 2.x.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-n=$((10#${1:?usage: diff.sh N (2 to 6)}))
-((n >= 2 && n <= 6)) || { echo "error: diff-N takes N from 2 to 6 (stage 1 has no predecessor)" >&2; exit 2; }
-old=$(cd "$ROOT" && ls -d "$(printf %02d $((n - 1)))"-* 2>/dev/null | head -n1 || true)
-new=$(cd "$ROOT" && ls -d "$(printf %02d "$n")"-* 2>/dev/null | head -n1 || true)
-[[ -n $old && -n $new ]] || { echo "error: stage $((n - 1)) or $n does not exist yet" >&2; exit 1; }
-order=$ROOT/labs/diff-order/$(printf %02d "$n").txt
-[[ -f $order ]] || { echo "error: $order is missing: it gives the order diff-$n shows its files in" >&2; exit 1; }
+arg=${1:?usage: diff.sh N (2 to 6, or a day-two module such as A1)}
+case "$arg" in
+[Aa][0-9]*)
+	id=A${arg:1}
+	new=$(cd "$ROOT" && ls -d advanced/"$id"-* 2>/dev/null | head -n1 || true)
+	[[ -n $new ]] || { echo "error: there is no day-two module $id" >&2; exit 1; }
+	old=$(awk -v id="$id" '$1 == id { print $2 }' "$ROOT/advanced/bases.txt")
+	[[ -n $old ]] || { echo "error: advanced/bases.txt names no base for $id" >&2; exit 1; }
+	;;
+*)
+	n=$((10#$arg))
+	((n >= 2 && n <= 6)) || { echo "error: diff-N takes N from 2 to 6 (stage 1 has no predecessor), or a day-two module such as A1" >&2; exit 2; }
+	old=$(cd "$ROOT" && ls -d "$(printf %02d $((n - 1)))"-* 2>/dev/null | head -n1 || true)
+	new=$(cd "$ROOT" && ls -d "$(printf %02d "$n")"-* 2>/dev/null | head -n1 || true)
+	[[ -n $old && -n $new ]] || { echo "error: stage $((n - 1)) or $n does not exist yet" >&2; exit 1; }
+	id=$n
+	arg=$(printf %02d "$n")
+	;;
+esac
+order=$ROOT/labs/diff-order/$arg.txt
+[[ -f $order ]] || { echo "error: $order is missing: it gives the order diff-$id shows its files in" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -51,7 +70,9 @@ trap 'rm -rf "$tmp"' EXIT
 # copy STAGE DEST: STAGE's hand-written files into DEST, with the stage's
 # name normalised.
 copy() {
-	local stage=$1 dest=$2 num=${1%%-*} f
+	local stage=$1 dest=$2 num f
+	num=$(basename "$stage")
+	num=${num%%-*}
 	cp -R "$ROOT/$stage" "$dest"
 	find "$dest" \( -name 'zz_generated*' -o -name go.sum -o -name README.md \) -exec rm -f {} +
 	find "$dest" -depth -type d \( -name generated -o -path '*/config/crd' \) -exec rm -rf {} +
@@ -63,21 +84,26 @@ copy() {
 	# sed without -i, which BSD and GNU sed spell differently. LC_ALL=C: a
 	# byte that is not UTF-8 is copied, not an error.
 	find "$dest" -type f | while IFS= read -r f; do
-		LC_ALL=C sed -E -e "s/$stage/STAGE/g" \
+		LC_ALL=C sed -E -e "s|$stage|STAGE|g" \
 			-e "s/-$num([^0-9]|\$)/-NN\1/g" \
 			-e "s/([Ss]tage) $num([^0-9]|\$)/\1 NN\2/g" \
 			-e "s/(run|lab|deploy|check|exercise|trace|diff)-${num#0}([^0-9]|\$)/\1-N\2/g" \
 			"$f" >"$tmp/.sed" && cat "$tmp/.sed" >"$f"
 	done
 }
-copy "$old" "$tmp/a"
+if [[ $new == advanced/* && ! -f "$ROOT/$new/main.go" ]]; then
+	mkdir "$tmp/a"
+	left_out="  $new runs the operator of $old unchanged: every file it shows is its own, and new"
+else
+	copy "$old" "$tmp/a"
+	left_out=""
+fi
 copy "$new" "$tmp/b"
 rm -f "$tmp/.sed"
 
 # 02 has no copy of 01's YAML: it uses 01's CRDs and samples where they
 # are. Shown as deleted, they would read as a change they are not.
-left_out=""
-if ((n == 2)); then
+if [[ $id == 2 ]]; then
 	rm -rf "$tmp/a/crds" "$tmp/a/invalid" "$tmp/a/samples"
 	left_out="  $old's YAML left out (crds/, invalid/, samples/): it stays there, and $new runs on those CRDs and samples"
 fi
@@ -98,11 +124,11 @@ git_diff() { git --no-pager diff -M15% -O"$order" "$@" "$ta" "$tb"; }
 
 # The summary: files, and lines added and removed, in all and in Go; then
 # the parts of the order file and the file each starts at.
-git_diff --numstat | awk -v old="$old" -v new="$new" -v tests="${TESTS:-}" '
+git_diff --numstat | awk -v id="$id" -v old="$old" -v new="$new" -v tests="${TESTS:-}" '
 	{ files++; add += $1; del += $2 }
 	/\.go$|\.go}$|\.go => / { goadd += $1; godel += $2 }
 	END {
-		printf "diff-%s: %s -> %s\n", substr(new, 2, 1), old, new
+		printf "diff-%s: %s -> %s\n", id, old, new
 		printf "  %d files changed: +%d -%d lines; Go: +%d -%d\n", files, add, del, goadd, godel
 		printf "  stage names normalised to STAGE and NN; generated code and READMEs left out; %s\n",
 			tests ? "tests included, last" : "tests left out (TESTS=1 shows them)"

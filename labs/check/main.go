@@ -65,32 +65,30 @@ func main() {
 }
 
 func run(arg string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimLeft(arg, "0"))
-	if err != nil || n < 2 || n > 6 {
-		return 0, fmt.Errorf("check-N takes N from 2 to 6, not %q", arg)
+	stage, id, env, err := target(arg)
+	if err != nil {
+		return 0, err
 	}
-	matches, _ := filepath.Glob(fmt.Sprintf("%02d-*", n))
-	if len(matches) == 0 {
-		return 0, fmt.Errorf("stage %d does not exist", n)
+	var pkg string
+	if env == "OPERATOR_PKG" {
+		pkg = os.Getenv("OPERATOR_PKG")
 	}
-	stage := matches[0]
-	pkg := os.Getenv("OPERATOR_PKG")
 	if pkg == "" {
-		pkg = "./workspace/" + stage
+		pkg = "./workspace/" + filepath.Base(stage)
 		if _, err := os.Stat(pkg); err != nil {
-			return 0, fmt.Errorf("%s does not exist yet: start the exercise with 'make exercise-%d'", pkg, n)
+			return 0, fmt.Errorf("%s does not exist yet: start the exercise with 'make exercise-%s'", pkg, id)
 		}
 	}
 	if pid := labOperator(); pid != 0 {
 		return 0, fmt.Errorf("a lab operator (pid %d) is running, and it would act on the tests' objects too; stop it first: make lab-stop", pid)
 	}
-	fmt.Printf(">> checking %s against stage %02d's tests\n", pkg, n)
+	fmt.Printf(">> checking %s against %s's tests\n", pkg, name(stage))
 
 	cmd := exec.Command("go", "test", "-json", "-count=1", "-timeout=20m", "./"+stage+"/e2e/")
 	if run := os.Getenv("CHECK_RUN"); run != "" {
 		cmd.Args = append(cmd.Args, "-run", run)
 	}
-	cmd.Env = append(os.Environ(), "OPERATOR_PKG="+pkg)
+	cmd.Env = append(os.Environ(), env+"="+pkg)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err
@@ -108,16 +106,55 @@ func run(arg string) (int, error) {
 		return 0, exit
 	}
 	if r.print(os.Stdout, exit != nil, stderr.String()) {
-		fmt.Printf("%d of %d checks pass. Stage %02d works: well done.\n", r.passed, r.total, n)
+		fmt.Printf("%d of %d checks pass. %s works: well done.\n", r.passed, r.total, capitalize(name(stage)))
 		return 0, nil
 	}
 	if r.total == 0 && exit == nil {
-		fmt.Printf("No check ran: CHECK_RUN=%q matches no test of stage %02d.\n", os.Getenv("CHECK_RUN"), n)
+		fmt.Printf("No check ran: CHECK_RUN=%q matches no test of %s.\n", os.Getenv("CHECK_RUN"), name(stage))
 		return 1, nil
 	}
-	fmt.Printf("%d of %d checks pass. Not there yet: read the FAIL lines above, and compare with 'make diff-%d' when you are stuck.\n", r.passed, r.total, n)
+	fmt.Printf("%d of %d checks pass. Not there yet: read the FAIL lines above, and compare with 'make diff-%s' when you are stuck.\n", r.passed, r.total, id)
 	return 1, nil
 }
+
+// target finds what check-N checks: stage N's folder (N from 2 to 6), or
+// day-two module N's (A1); the name make targets use (4, A1); and the
+// variable that points its tests at the learner's copy: OPERATOR_PKG for
+// an operator, MODULE_DIR for a module without Go of its own, whose
+// learner writes policies.
+func target(arg string) (dir, id, env string, err error) {
+	if strings.HasPrefix(strings.ToUpper(arg), "A") {
+		id = strings.ToUpper(arg)
+		m, _ := filepath.Glob(filepath.Join("advanced", id+"-*"))
+		if len(m) == 0 {
+			return "", "", "", fmt.Errorf("module %s does not exist", id)
+		}
+		env = "MODULE_DIR"
+		if _, err := os.Stat(filepath.Join(m[0], "main.go")); err == nil {
+			env = "OPERATOR_PKG"
+		}
+		return m[0], id, env, nil
+	}
+	n, err := strconv.Atoi(strings.TrimLeft(arg, "0"))
+	if err != nil || n < 2 || n > 6 {
+		return "", "", "", fmt.Errorf("check-N takes N from 2 to 6, or a day-two module such as A1, not %q", arg)
+	}
+	m, _ := filepath.Glob(fmt.Sprintf("%02d-*", n))
+	if len(m) == 0 {
+		return "", "", "", fmt.Errorf("stage %d does not exist", n)
+	}
+	return m[0], strconv.Itoa(n), "OPERATOR_PKG", nil
+}
+
+// name is how the report calls it: "stage 04", "module A1".
+func name(dir string) string {
+	if strings.HasPrefix(dir, "advanced") {
+		return "module " + strings.SplitN(filepath.Base(dir), "-", 2)[0]
+	}
+	return "stage " + strings.SplitN(dir, "-", 2)[0]
+}
+
+func capitalize(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 // labOperator is the pid of the operator `make lab-N` started on this
 // cluster, if it still runs, else 0. (lab.sh names its pid file after

@@ -62,7 +62,7 @@ func main() {
 	dest := flag.String("dest", "", "where to write the copy (default workspace/<stage folder>)")
 	only := flag.String("only", "", "cut only this function")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: go run ./labs/exercise [-dest DIR] [-only NAME] N   (N from 2 to 6)")
+		fmt.Fprintln(os.Stderr, "usage: go run ./labs/exercise [-dest DIR] [-only NAME] N   (N from 2 to 6, or A1)")
 	}
 	flag.Parse()
 	if err := run(flag.Args(), *dest, *only); err != nil {
@@ -76,9 +76,12 @@ func run(args []string, dest, only string) error {
 		flag.Usage()
 		os.Exit(2)
 	}
+	if id := strings.ToUpper(args[0]); Policies[id] != nil {
+		return runPolicies(id, dest)
+	}
 	n, err := strconv.Atoi(strings.TrimLeft(args[0], "0"))
 	if err != nil || Concept[n] == nil {
-		return fmt.Errorf("exercises exist for stages 2 to 6, not %q (stage 1 has no Go code)", args[0])
+		return fmt.Errorf("exercises exist for stages 2 to 6 and module A1, not %q (stage 1 has no Go code)", args[0])
 	}
 	stage, err := stageDir(n)
 	if err != nil {

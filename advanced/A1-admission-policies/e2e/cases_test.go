@@ -2,14 +2,11 @@ package e2e
 
 import (
 	"context"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/operator-flow/operator-flow/harness"
@@ -24,6 +21,7 @@ func TestTheRule(t *testing.T) {
 	scope := rand.String(5)
 	install(t, c, "logger-replicas.yaml", scope, nil)
 	install(t, c, "logger-team.yaml", scope, nil)
+	sentinels(t, c, scope)
 	for _, tc := range admission.Cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			got, err := write(t, c, scope, tc)
@@ -53,7 +51,7 @@ func write(t *testing.T, c *harness.Clients, scope string, tc admission.Case) (*
 	t.Helper()
 	ctx := context.Background()
 	if tc.OldReplicas == nil {
-		ns := namespace(t, c, scope, tc.NamespaceLabels)
+		ns := namespace(t, c, scope, nil)
 		waitSeen(t, c, ns, tc.NamespaceLabels)
 		return c.Dynamic.Resource(loggers).Namespace(ns).Create(ctx, logger("written", tc.Replicas, tc.Labels), metav1.CreateOptions{})
 	}
@@ -62,7 +60,6 @@ func write(t *testing.T, c *harness.Clients, scope string, tc admission.Case) (*
 	if _, err := l.Create(ctx, logger("written", *tc.OldReplicas, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the Logger to update: %v", err)
 	}
-	labelNamespace(t, c, ns, tc.NamespaceLabels)
 	waitSeen(t, c, ns, tc.NamespaceLabels)
 	old, err := l.Get(ctx, "written", metav1.GetOptions{})
 	if err != nil {
@@ -75,67 +72,6 @@ func write(t *testing.T, c *harness.Clients, scope string, tc admission.Case) (*
 	return l.Update(ctx, old, metav1.UpdateOptions{})
 }
 
-func labelNamespace(t *testing.T, c *harness.Clients, ns string, labels map[string]string) {
-	t.Helper()
-	if len(labels) == 0 {
-		return
-	}
-	var patch strings.Builder
-	patch.WriteString(`{"metadata":{"labels":{`)
-	first := true
-	for k, v := range labels {
-		if !first {
-			patch.WriteString(",")
-		}
-		first = false
-		patch.WriteString(strconv.Quote(k) + ":" + strconv.Quote(v))
-	}
-	patch.WriteString(`}}}`)
-	if _, err := c.Kube.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, []byte(patch.String()), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-var wholeNumber = regexp.MustCompile(`^[0-9]{1,9}$`)
-
-// waitSeen waits until admission in ns acts on the namespace's labels (and
-// the bindings are in force): a dry-run create of a Logger with 10
-// replicas and no team is refused when the namespace caps replicas below
-// 10 or not as a whole number, and gets the namespace's team.
-func waitSeen(t *testing.T, c *harness.Clients, ns string, labels map[string]string) {
-	t.Helper()
-	capped := false
-	if v, ok := labels[admission.MaxReplicasLabel]; ok {
-		n, err := strconv.Atoi(v)
-		capped = !wholeNumber.MatchString(v) || err != nil || n < 10
-	}
-	team := labels[admission.TeamLabel]
-	if !capped && team == "" {
-		return
-	}
-	harness.Eventually(t, settle, "admission to act on namespace "+ns+"'s labels", func(ctx context.Context) (bool, string, error) {
-		got, err := dryRun(ctx, c.Dynamic, ns, logger("probe", 10, nil))
-		if capped {
-			if err == nil {
-				return false, "a Logger with 10 replicas admitted", nil
-			}
-			return true, "", nil
-		}
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return got.GetLabels()[admission.TeamLabel] == team, "labels " + strconv.Quote(strings.TrimSpace(strings.Join(keys(got.GetLabels()), " "))), nil
-	})
-}
-
-func keys(m map[string]string) []string {
-	var out []string
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
 // TestStatusWritesAreNotChecked shows the policies' rules at work: they
 // list loggers, not loggers/status. Where a cap that is not a whole number
 // refuses every write to a Logger, a write to its status still passes, as
@@ -145,14 +81,13 @@ func TestStatusWritesAreNotChecked(t *testing.T) {
 	ctx := context.Background()
 	scope := rand.String(5)
 	install(t, c, "logger-replicas.yaml", scope, nil)
+	sentinels(t, c, scope)
 	ns := namespace(t, c, scope, nil)
 	l := c.Dynamic.Resource(loggers).Namespace(ns)
 	if _, err := l.Create(ctx, logger("stored", 1, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	bad := map[string]string{admission.MaxReplicasLabel: "three"}
-	labelNamespace(t, c, ns, bad)
-	waitSeen(t, c, ns, bad)
+	waitSeen(t, c, ns, map[string]string{admission.MaxReplicasLabel: "three"})
 
 	stored, err := l.Get(ctx, "stored", metav1.GetOptions{})
 	if err != nil {

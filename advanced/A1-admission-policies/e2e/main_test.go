@@ -9,7 +9,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 
@@ -112,6 +115,99 @@ func install(t *testing.T, c *harness.Clients, file, scope string, edit func(o *
 	return names
 }
 
+// The sentinels: a validating and a mutating policy of the test's own,
+// created after the policies under test and bound to the same namespaces.
+// A namespace's label sentinelLabel=<token> makes the first refuse a
+// ConfigMap named sentinel-<token>, and the second copy the token to every
+// ConfigMap: ConfigMaps, which no policy under test matches, so that their
+// verdicts never hide the sentinels'.
+// Admission reads policies, bindings and namespaces from informers, so
+// their changes take effect a little later; and an informer sees objects
+// in the order they were written. So once the sentinels act on a token,
+// the policies under test, created before them, are in force, and
+// namespaceObject holds the namespace as labelled with that token
+// (waitSeen). Whatever the policies under test do, the wait ends.
+const sentinelLabel = "operator-flow/e2e-sentinel"
+
+func sentinels(t *testing.T, c *harness.Clients, scope string) {
+	t.Helper()
+	rules := []any{map[string]any{
+		"apiGroups": []any{""}, "apiVersions": []any{"v1"},
+		"operations": []any{"CREATE"}, "resources": []any{"configmaps"},
+	}}
+	token := "namespaceObject.metadata.?labels[?'" + sentinelLabel + "'].orValue('none')"
+	name := "e2e-sentinel-" + scope
+	match := map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{scopeLabel: scope}}}
+	objs := []map[string]any{
+		{"kind": "ValidatingAdmissionPolicy", "spec": map[string]any{
+			"failurePolicy":    "Fail",
+			"matchConstraints": map[string]any{"resourceRules": rules},
+			"validations":      []any{map[string]any{"expression": "object.metadata.name != 'sentinel-' + " + token}},
+		}},
+		{"kind": "ValidatingAdmissionPolicyBinding", "spec": map[string]any{
+			"policyName": name, "validationActions": []any{"Deny"}, "matchResources": match,
+		}},
+		{"kind": "MutatingAdmissionPolicy", "spec": map[string]any{
+			"failurePolicy":      "Fail",
+			"reinvocationPolicy": "Never",
+			"matchConstraints":   map[string]any{"resourceRules": rules},
+			"mutations": []any{map[string]any{"patchType": "ApplyConfiguration", "applyConfiguration": map[string]any{
+				"expression": "Object{metadata: Object.metadata{labels: {'" + sentinelLabel + "': " + token + "}}}",
+			}}},
+		}},
+		{"kind": "MutatingAdmissionPolicyBinding", "spec": map[string]any{
+			"policyName": name, "matchResources": match,
+		}},
+	}
+	for _, o := range objs {
+		o["apiVersion"] = "admissionregistration.k8s.io/v1"
+		o["metadata"] = map[string]any{"name": name}
+		u := &unstructured.Unstructured{Object: o}
+		r, err := c.Resource(u.GroupVersionKind(), "")
+		must(t, err)
+		if _, err := r.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating the sentinel %s: %v", u.GetKind(), err)
+		}
+		t.Cleanup(func() { _ = r.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+}
+
+// waitSeen labels namespace ns with labels and a fresh sentinel token, and
+// waits until admission acts on them: the sentinels do.
+func waitSeen(t *testing.T, c *harness.Clients, ns string, labels map[string]string) {
+	t.Helper()
+	token := rand.String(6)
+	l := map[string]string{sentinelLabel: token}
+	for k, v := range labels {
+		l[k] = v
+	}
+	labelNamespace(t, c, ns, l)
+	cms := c.Kube.CoreV1().ConfigMaps(ns)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	harness.Eventually(t, settle, "admission to act on namespace "+ns+"'s labels", func(ctx context.Context) (bool, string, error) {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sentinel-" + token}}, dry); err == nil {
+			return false, "the validating sentinel has not refused sentinel-" + token + " yet", nil
+		}
+		got, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, dry)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		if seen := got.GetLabels()[sentinelLabel]; seen != token {
+			return false, "the mutating sentinel set token " + strconv.Quote(seen) + ", not " + token, nil
+		}
+		return true, "", nil
+	})
+}
+
+func labelNamespace(t *testing.T, c *harness.Clients, ns string, labels map[string]string) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	must(t, err)
+	if _, err := c.Kube.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // namespace creates a namespace in scope with labels, deleted when the test
 // ends.
 func namespace(t *testing.T, c *harness.Clients, scope string, labels map[string]string) string {
@@ -155,6 +251,9 @@ func waitRefused(t *testing.T, c *harness.Clients, ns string, o *unstructured.Un
 		_, err := dryRun(ctx, c.Dynamic, ns, o)
 		if err == nil {
 			return false, "admitted", nil
+		}
+		if _, ok := err.(apierrors.APIStatus); !ok {
+			return false, "", err // the client's own (a deadline): not an answer
 		}
 		return containsAll(err.Error(), says), err.Error(), nil
 	})
