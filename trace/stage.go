@@ -14,6 +14,9 @@ type Stage struct {
 	// ID is what make targets call it: "2" in make trace-2, "A1".
 	ID  string
 	Dir string // "02-raw-watch", "advanced/A1-admission-policies"
+	// Operator is the folder of the operator that runs, when it is not
+	// Dir's own: a module with no Go runs its base's.
+	Operator string
 	// Names of the participants that differ from stage to stage.
 	Watch, Queue, Worker string
 	// Handoff is where the operator's log says an event goes: the sync (02),
@@ -29,7 +32,15 @@ var Stages = []Stage{
 	{Number: 4, ID: "4", Dir: "04-workqueue", Watch: "informers (cache)", Queue: "queue of keys", Worker: "workers", Handoff: Queue},
 	{Number: 5, ID: "5", Dir: "05-controller-runtime", Watch: "Manager cache (informers)", Queue: "queue of keys", Worker: "Reconcile"},
 	{Number: 6, ID: "6", Dir: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
-	{Number: 6, ID: "A1", Dir: "advanced/A1-admission-policies", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
+	{Number: 6, ID: "A1", Dir: "advanced/A1-admission-policies", Operator: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
+}
+
+// OperatorDir is the folder whose operator runs for the stage.
+func (s Stage) OperatorDir() string {
+	if s.Operator != "" {
+		return s.Operator
+	}
+	return s.Dir
 }
 
 // StageNumber returns stage n, or false.

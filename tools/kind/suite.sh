@@ -5,8 +5,9 @@
 #
 #   1. every stage's e2e tests (01 to 05 and module A2 with go test; 06 through
 #      `make check-6` on the reference stage, which runs the same tests and
-#      says what works); the Logger test reads its pods' output there
-#   2. make lab-1 ... make lab-6
+#      says what works), then the day-two modules' (advanced/); the Logger
+#      test reads its pods' output there
+#   2. make lab-1 ... make lab-6, make lab-A1
 #   3. make deploy-5, make deploy-6: the operator as an image in a namespace
 #      that enforces Pod Security "restricted", running as its ServiceAccount,
 #      which books the samples and keeps the Loggers, whose pods print their
@@ -93,9 +94,15 @@ e2e() {
 }
 step "e2e tests of stages 01 to 05 and module A2" e2e
 step "make check-6 on the reference stage" env OPERATOR_PKG=./06-status-and-owners make -s check-6
+modules() {
+	local pkgs=() d
+	for d in advanced/A*/e2e; do pkgs+=("./$d/"); done
+	E2E_KUBECONFIG=$(cluster/cluster.sh kubeconfig) go test -count=1 -p 1 -timeout 20m "${pkgs[@]}"
+}
+step "e2e tests of the day-two modules" modules
 
 # ----------------------------------------------------------------- labs ---
-for n in 1 2 3 4 5 6; do
+for n in 1 2 3 4 5 6 A1; do
 	step "make lab-$n" make -s "lab-$n"
 done
 make -s lab-stop

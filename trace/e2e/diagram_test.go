@@ -52,11 +52,16 @@ var (
 
 var verbs = map[string]string{"POST": "CREATE", "PUT": "UPDATE"}
 
-// labArrows reads the requests drawn in lab n's diagrams.
-func labArrows(n int) (string, []diagramArrow, error) {
-	files, _ := filepath.Glob(harness.RepoPath("labs", fmt.Sprintf("%02d-*.md", n)))
+// labArrows reads the requests drawn in lab id's diagrams (lab 2:
+// labs/02-*.md, lab A1: labs/A1-*.md).
+func labArrows(id string) (string, []diagramArrow, error) {
+	prefix := id
+	if len(id) == 1 {
+		prefix = "0" + id
+	}
+	files, _ := filepath.Glob(harness.RepoPath("labs", prefix+"-*.md"))
 	if len(files) != 1 {
-		return "", nil, fmt.Errorf("want one labs/%02d-*.md, found %v", n, files)
+		return "", nil, fmt.Errorf("want one labs/%s-*.md, found %v", prefix, files)
 	}
 	b, err := os.ReadFile(files[0])
 	if err != nil {
@@ -118,10 +123,10 @@ func labArrows(n int) (string, []diagramArrow, error) {
 	return name, out, nil
 }
 
-// checkLabDiagram checks lab n's diagrams against stage n's traces.
-func checkLabDiagram(t *testing.T, n int, tr traced) {
+// checkLabDiagram checks lab id's diagrams against its stage's traces.
+func checkLabDiagram(t *testing.T, id string, tr traced) {
 	t.Helper()
-	name, arrows, err := labArrows(n)
+	name, arrows, err := labArrows(id)
 	if err != nil {
 		t.Error(err)
 		return
@@ -142,11 +147,11 @@ func checkLabDiagram(t *testing.T, n int, tr traced) {
 			case notLogged[strings.SplitN(res, "/", 2)[0]]:
 			case a.verb == "LIST" || a.verb == "WATCH":
 				if !recorded(tr, a.verb, res) {
-					t.Errorf("%s draws %q, yet stage %d's operator sent no %s %s since it started", name, a.line, n, a.verb, res)
+					t.Errorf("%s draws %q, yet stage %s's operator sent no %s %s since it started", name, a.line, id, a.verb, res)
 				}
 			case res == "events":
 				if count(tr.logger, p)+count(tr.ticket, p) == 0 {
-					t.Errorf("%s draws %q, yet no trace of stage %d has %s", name, a.line, n, p)
+					t.Errorf("%s draws %q, yet no trace of stage %s has %s", name, a.line, id, p)
 				}
 			default:
 				tl := timelineOf(res)
@@ -158,7 +163,7 @@ func checkLabDiagram(t *testing.T, n int, tr traced) {
 	}
 	for tl, seq := range ordered {
 		if !inOrderQuiet(*tl, seq) {
-			t.Errorf("%s draws these requests in this order: %v; the trace of %s on stage %d has not got them in that order (it is in the log above)", name, seq, tl.Object, n)
+			t.Errorf("%s draws these requests in this order: %v; the trace of %s on stage %s has not got them in that order (it is in the log above)", name, seq, tl.Object, id)
 		}
 		// Every write the operator makes to the object, until kubectl
 		// deletes it, is drawn.
@@ -167,7 +172,7 @@ func checkLabDiagram(t *testing.T, n int, tr traced) {
 				break
 			}
 			if h.From == trace.Worker && (apicount.Key{Verb: h.Verb}).IsWrite() && h.Resource != "events" && !drawn[h.Verb+" "+h.Resource] {
-				t.Errorf("%s does not draw the operator's %s %s, which the trace of %s on stage %d has (an arrow \"R->>A: %s %s/...\")", name, h.Verb, h.Resource, tl.Object, n, httpVerb(h.Verb), h.Resource)
+				t.Errorf("%s does not draw the operator's %s %s, which the trace of %s on stage %s has (an arrow \"R->>A: %s %s/...\")", name, h.Verb, h.Resource, tl.Object, id, httpVerb(h.Verb), h.Resource)
 				drawn[h.Verb+" "+h.Resource] = true
 			}
 		}
@@ -209,8 +214,8 @@ func httpVerb(v string) string {
 // TestLabDiagramsParse: every lab's diagrams name their requests so that
 // they can be checked (no cluster needed).
 func TestLabDiagramsParse(t *testing.T) {
-	for n := 1; n <= 6; n++ {
-		name, arrows, err := labArrows(n)
+	for _, stage := range trace.Stages {
+		name, arrows, err := labArrows(stage.ID)
 		if err != nil {
 			t.Error(err)
 			continue

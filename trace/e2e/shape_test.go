@@ -82,14 +82,14 @@ var (
 )
 
 // shapes are each stage's assertions on its traces.
-var shapes = map[int]func(*testing.T, traced){
-	1: func(t *testing.T, tr traced) {
+var shapes = map[string]func(*testing.T, traced){
+	"1": func(t *testing.T, tr traced) {
 		inOrder(t, tr.logger, applied, deleted)
 		none(t, tr.logger, hop{from: op}, "stage 01 has no operator")
 		none(t, tr.logger, hop{verb: "CREATE", resource: "deployments"}, "nobody acts on a Logger in stage 01")
 		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"})
 	},
-	2: func(t *testing.T, tr traced) {
+	"2": func(t *testing.T, tr traced) {
 		// Each event goes straight to the sync, which GETs the object first.
 		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{W, R, "ADDED", "loggers"},
 			hop{R, A, "GET", "loggers"}, hop{R, A, "CREATE", "deployments"}, hop{R, A, "UPDATE", "loggers"},
@@ -101,7 +101,7 @@ var shapes = map[int]func(*testing.T, traced){
 		inOrder(t, tr.ticket, hop{K, A, "CREATE", "flighttickets"}, hop{A, W, "ADDED", "flighttickets"},
 			hop{R, A, "GET", "flighttickets"}, hop{R, A, "UPDATE", "flighttickets"})
 	},
-	3: func(t *testing.T, tr traced) {
+	"3": func(t *testing.T, tr traced) {
 		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{W, R, "ADDED", "loggers"},
 			hop{R, A, "CREATE", "deployments"}, hop{R, A, "UPDATE", "loggers"},
 			deleted, hop{A, W, "DELETED", "loggers"}, hop{R, A, "DELETE", "deployments"})
@@ -110,7 +110,7 @@ var shapes = map[int]func(*testing.T, traced){
 			hop{R, A, "UPDATE", "flighttickets"})
 		none(t, tr.ticket, noGET, "stage 03 reads from its cache")
 	},
-	4: func(t *testing.T, tr traced) {
+	"4": func(t *testing.T, tr traced) {
 		// The handler only puts the key in the queue; a worker does the rest.
 		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{W, Q, "ADDED", "loggers"},
 			hop{R, A, "CREATE", "deployments"}, hop{R, A, "UPDATE", "loggers"},
@@ -120,7 +120,7 @@ var shapes = map[int]func(*testing.T, traced){
 			hop{W, Q, "ADDED", "flighttickets"}, hop{R, A, "UPDATE", "flighttickets"})
 		none(t, tr.ticket, noGET, "stage 04 reads from its cache")
 	},
-	5: func(t *testing.T, tr traced) {
+	"5": func(t *testing.T, tr traced) {
 		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{R, A, "CREATE", "deployments"},
 			hop{R, A, "UPDATE", "loggers"}, deleted, hop{A, W, "DELETED", "loggers"}, hop{R, A, "DELETE", "deployments"})
 		none(t, tr.logger, noGET, "stage 05 reads from the Manager's cache")
@@ -129,7 +129,7 @@ var shapes = map[int]func(*testing.T, traced){
 			hop{R, A, "UPDATE", "flighttickets"})
 		none(t, tr.ticket, noGET, "stage 05 reads from the Manager's cache")
 	},
-	6: func(t *testing.T, tr traced) {
+	"6": func(t *testing.T, tr traced) {
 		// The Deployment is deleted by the garbage collector, after the
 		// Logger is gone.
 		// It reads from the Manager's cache, but asks the API server for the
@@ -161,4 +161,23 @@ var shapes = map[int]func(*testing.T, traced){
 			t.Errorf("stage 06 writes a ticket itself once (its finalizer) and its status through /status; the trace has %d writes to the ticket itself", writes)
 		}
 	},
+}
+
+// Module A1 runs stage 06's operator: its traces have 06's shape, and the
+// API server notes the validating policy's audit annotation on kubectl's
+// create of the Logger (no cap on the test's namespace).
+func init() {
+	shapes["A1"] = func(t *testing.T, tr traced) {
+		shapes["6"](t, tr)
+		want := "admission, logger-replicas/replicas: 1 (cap none)"
+		for i, h := range tr.logger.Hops {
+			if applied.matches(h) {
+				if i+1 == len(tr.logger.Hops) || !tr.logger.Hops[i+1].IsNote() || tr.logger.Hops[i+1].Verb != want {
+					t.Errorf("%s on %s: no note %q over the API server right after kubectl's create (the trace is in the log above)", tr.logger.Object, tr.logger.Stage.Dir, want)
+				}
+				return
+			}
+		}
+		t.Errorf("%s on %s: no kubectl create", tr.logger.Object, tr.logger.Stage.Dir)
+	}
 }

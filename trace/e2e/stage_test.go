@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -68,9 +70,9 @@ spec:
 // traceStage runs stage n's operator (none for stage 1) in a namespace of
 // its own, with its requests and watch events recorded, and traces a Logger
 // (applied, converged, deleted) and a FlightTicket (applied, converged).
-func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, n int) traced {
+func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, stage trace.Stage) traced {
 	t.Helper()
-	stage, _ := trace.StageNumber(n)
+	n := stage.Number
 	c, err := harness.NewClients(cfg.Client().RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +80,8 @@ func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, n int) t
 	if err := c.InstallCRDs(ctx, harness.RepoPath(crdsOf(stage.Dir))); err != nil {
 		t.Fatalf("installing stage %s's CRDs: %v", stage.Dir, err)
 	}
-	ns := c.Namespace(t, "trace-"+stage.Dir[:2])
+	installAdmission(t, ctx, c, stage.Dir)
+	ns := c.Namespace(t, "trace-"+strings.ToLower(stage.ID))
 	audit, err := trace.AuditLog(harness.RepoPath(), cfg.KubeconfigFile())
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +98,7 @@ func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, n int) t
 	if n >= 2 {
 		// The operator inherits the recording's file from the environment.
 		t.Setenv(apicount.RecordEnv, record)
-		bin := harness.BuildOperator(t, "./"+stage.Dir)
+		bin := harness.BuildOperator(t, "./"+stage.OperatorDir())
 		args := []string{"--namespace", ns}
 		if n >= 5 {
 			args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-time-encoding=rfc3339nano")
@@ -121,17 +124,46 @@ func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, n int) t
 	return out
 }
 
-// TestTrace traces each stage in turn (one stage's CRDs at a time, as the
-// labs install them) and checks the traces' shapes and the lab's diagram.
+// installAdmission installs a module's admission policies, as make lab-A1
+// does, and removes them when the test ends.
+func installAdmission(t *testing.T, ctx context.Context, c *harness.Clients, dir string) {
+	t.Helper()
+	files, err := harness.YAMLFiles(harness.RepoPath(dir, "config", "admission"))
+	if os.IsNotExist(err) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		objs, err := harness.ReadObjects(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if err := c.Apply(ctx, o, ""); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			t.Cleanup(func() {
+				if r, err := c.Resource(o.GroupVersionKind(), ""); err == nil {
+					_ = r.Delete(context.Background(), o.GetName(), metav1.DeleteOptions{})
+				}
+			})
+		}
+	}
+}
+
+// TestTrace traces each stage in turn, then each day-two module (one
+// stage's CRDs at a time, as the labs install them) and checks the traces'
+// shapes and the lab's diagram.
 func TestTrace(t *testing.T) {
-	for n := 1; n <= 6; n++ {
-		stage, _ := trace.StageNumber(n)
+	for _, stage := range trace.Stages {
 		f := features.New(stage.Dir).Assess("trace", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			tr := traceStage(t, ctx, cfg, n)
+			tr := traceStage(t, ctx, cfg, stage)
 			logTimeline(t, tr.logger)
 			logTimeline(t, tr.ticket)
-			shapes[n](t, tr)
-			checkLabDiagram(t, n, tr)
+			shapes[stage.ID](t, tr)
+			checkLabDiagram(t, stage.ID, tr)
 			return ctx
 		}).Feature()
 		harness.Env().Test(t, f)
