@@ -3,7 +3,7 @@
 # `make test`, when a Docker engine answers). Everything that needs pods that
 # really run, on one kind cluster:
 #
-#   1. every stage's e2e tests (01 to 05 and module A2 with go test; 06 through
+#   1. every stage's e2e tests (01 to 05 with go test; 06 through
 #      `make check-6` on the reference stage, which runs the same tests and
 #      says what works), then the day-two modules' (advanced/); the Logger
 #      test reads its pods' output there
@@ -89,10 +89,10 @@ step "cluster (make cluster)" make -s cluster
 # ------------------------------------------------------------ e2e tests ---
 e2e() {
 	local pkgs=() d
-	for d in 0[1-5]-*/e2e advanced/A2-*/e2e; do pkgs+=("./$d/"); done
+	for d in 0[1-5]-*/e2e; do pkgs+=("./$d/"); done
 	E2E_KUBECONFIG=$(cluster/cluster.sh kubeconfig) go test -count=1 -p 1 -timeout 40m "${pkgs[@]}"
 }
-step "e2e tests of stages 01 to 05 and module A2" e2e
+step "e2e tests of stages 01 to 05" e2e
 step "make check-6 on the reference stage" env OPERATOR_PKG=./06-status-and-owners make -s check-6
 modules() {
 	local pkgs=() d
