@@ -229,7 +229,14 @@ func (r *resolver) operatorFlags(stage string) map[string]bool {
 		flagSets = map[string]map[string]bool{}
 		dir := r.t.TempDir()
 		var pkgs []string
-		for _, s := range stageDirs[1:] {
+		// Stages 02 to 06, and the day-two modules with an operator of
+		// their own (advanced/*/main.go).
+		operators := append([]string{}, stageDirs[1:]...)
+		mains, _ := filepath.Glob(filepath.Join(root, "advanced", "A[0-9]*-*", "main.go"))
+		for _, m := range mains {
+			operators = append(operators, "advanced/"+filepath.Base(filepath.Dir(m)))
+		}
+		for _, s := range operators {
 			pkgs = append(pkgs, "./"+s)
 		}
 		build := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
@@ -237,9 +244,9 @@ func (r *resolver) operatorFlags(stage string) map[string]bool {
 		if out, err := build.CombinedOutput(); err != nil {
 			r.t.Fatalf("go build of the operators: %v\n%s", err, out)
 		}
-		for _, s := range stageDirs[1:] {
+		for _, s := range operators {
 			// The flag package prints the flags and exits with 0 on --help.
-			out, err := exec.Command(filepath.Join(dir, s), "--help").CombinedOutput()
+			out, err := exec.Command(filepath.Join(dir, filepath.Base(s)), "--help").CombinedOutput()
 			if err != nil {
 				r.t.Fatalf("%s --help: %v\n%s", s, err, out)
 			}

@@ -17,7 +17,7 @@ import (
 func TestDiffOrder(t *testing.T) {
 	t.Setenv("TESTS", "")
 	t.Setenv("COLOR", "")
-	for _, n := range []string{"2", "3", "4", "5", "6", "A1"} {
+	for _, n := range []string{"2", "3", "4", "5", "6", "A1", "A2"} {
 		t.Run("diff-"+n, func(t *testing.T) {
 			file := n
 			if len(n) == 1 {
