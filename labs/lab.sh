@@ -105,7 +105,17 @@ install_admission() {
 	echo "$1/config/admission" >"$ADMISSION"
 }
 
+# What a module's lab set up besides its operator, and its own script
+# removes: a webhook's configurations (module A2). The script that set it
+# up writes the command here.
+TEARDOWN="$STATE/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
+
 remove_admission() {
+	if [[ -f $TEARDOWN ]]; then
+		say "removing what the last lab set up: $(cat "$TEARDOWN")"
+		(cd "$ROOT" && $(cat "$TEARDOWN"))
+		rm -f "$TEARDOWN"
+	fi
 	[[ -f $ADMISSION ]] || return 0
 	local dir
 	dir=$(cat "$ADMISSION")

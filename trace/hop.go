@@ -23,9 +23,10 @@ const (
 	Kubectl   = "kubectl"
 	APIServer = "apiserver"
 	Etcd      = "etcd"
-	Watch     = "watch"  // the operator's watch, informer or cache
-	Queue     = "queue"  // its workqueue (04 to 06)
-	Worker    = "worker" // its sync, handlers, workers or Reconcile
+	Watch     = "watch"   // the operator's watch, informer or cache
+	Queue     = "queue"   // its workqueue (04 to 06)
+	Worker    = "worker"  // its sync, handlers, workers or Reconcile
+	Webhook   = "webhook" // an admission webhook it serves (module A2)
 	KCM       = "kcm"
 	GC        = "gc"
 	Scheduler = "scheduler"

@@ -59,11 +59,46 @@ func LogHops(b []byte, o Object, day time.Time, handoff string) []Hop {
 			}
 			continue
 		}
+		if hops := webhookHops(line, o); hops != nil {
+			out = append(out, hops...)
+			continue
+		}
 		if h, ok := zapHop(line, o); ok {
 			out = append(out, h)
 		}
 	}
 	return out
+}
+
+// webhookHops reads a line a webhook served by the operator logs for each
+// admission request about the object (module A2: "admission allowed" or
+// "admission refused", with the fields webhook, operation and reason), as
+// the request the API server sent and the webhook's answer. The line is
+// logged as the answer goes, so both hops carry its time.
+func webhookHops(line string, o Object) []Hop {
+	parts := strings.Split(line, "\t")
+	if len(parts) < 4 || !strings.HasPrefix(parts[len(parts)-2], "admission ") {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, parts[0])
+	if err != nil {
+		return nil
+	}
+	var f struct {
+		Namespace, Name, Webhook, Operation, Reason string
+		Allowed                                     bool
+	}
+	if json.Unmarshal([]byte(parts[len(parts)-1]), &f) != nil || f.Webhook == "" || f.Namespace != o.Namespace || f.Name != o.Name {
+		return nil
+	}
+	answer := "allowed"
+	if !f.Allowed {
+		answer = "refused: " + f.Reason
+	}
+	return []Hop{
+		{Time: t, From: APIServer, To: Webhook, Verb: "AdmissionReview " + f.Operation + " " + o.Resource + "/" + o.Name + " (" + f.Webhook + ")"},
+		{Time: t.Add(time.Nanosecond), From: Webhook, To: APIServer, Verb: answer},
+	}
 }
 
 // zapHop reads one line of stages 05 and 06 about the object.

@@ -33,6 +33,7 @@ var Stages = []Stage{
 	{Number: 5, ID: "5", Dir: "05-controller-runtime", Watch: "Manager cache (informers)", Queue: "queue of keys", Worker: "Reconcile"},
 	{Number: 6, ID: "6", Dir: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
 	{Number: 6, ID: "A1", Dir: "advanced/A1-admission-policies", Operator: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
+	{Number: 6, ID: "A2", Dir: "advanced/A2-admission-webhook", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
 }
 
 // OperatorDir is the folder whose operator runs for the stage.
@@ -70,6 +71,7 @@ var participantOrder = []struct{ key, alias, name string }{
 	{Kubectl, "K", "kubectl"},
 	{APIServer, "A", "kube-apiserver"},
 	{Etcd, "E", "etcd"},
+	{Webhook, "H", "webhook (in the operator)"},
 	{Watch, "W", ""},
 	{Queue, "Q", ""},
 	{Worker, "R", ""},

@@ -33,7 +33,8 @@ var placeholders = map[string]string{
 	"mutations":       `"Object{}"`,
 }
 
-// CopyPolicies copies module dir into dest without its e2e tests, with the
+// CopyPolicies copies module dir into dest without its e2e tests and its
+// README, with the
 // CEL of the policy files cut (only of the file only names, when it is
 // set: a copy with one bug). It returns how many expressions each file had
 // cut.
@@ -56,6 +57,9 @@ func CopyPolicies(id, dir, dest, only string) (map[string]int, error) {
 				return filepath.SkipDir
 			}
 			return os.MkdirAll(filepath.Join(dest, rel), 0o755)
+		}
+		if rel == "README.md" {
+			return nil // it quotes the expressions the learner writes
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {

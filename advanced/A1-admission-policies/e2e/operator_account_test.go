@@ -86,6 +86,17 @@ func TestOperatorAccountNarrowed(t *testing.T) {
 		}
 	})
 
+	t.Run("so is one that names the account in the deprecated field serviceAccount", func(t *testing.T) {
+		// The API server copies serviceAccount into serviceAccountName
+		// when that is empty, before admission sees the object.
+		d := deployment("alias", map[string]string{"app.kubernetes.io/managed-by": "operator-flow"}, "")
+		d.Spec.Template.Spec.DeprecatedServiceAccount = "admin-bot"
+		_, err := asOperator.AppsV1().Deployments(work).Create(ctx, d, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || !strings.Contains(err.Error(), "not admin-bot") {
+			t.Errorf("the account's create of a Deployment with serviceAccount admin-bot: %v; want it refused", err)
+		}
+	})
+
 	t.Run("a Deployment without the managed-by label is refused", func(t *testing.T) {
 		_, err := asOperator.AppsV1().Deployments(work).Create(ctx, deployment("unmarked", nil, ""), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil || !strings.Contains(err.Error(), "app.kubernetes.io/managed-by=operator-flow") {

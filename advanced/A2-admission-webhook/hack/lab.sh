@@ -17,7 +17,9 @@
 #                 are switched to Fail once the samples have converged
 #   lab.sh down   delete the configurations: with the operator stopped and
 #                 failurePolicy Fail, every Logger write in namespace lab is
-#                 refused, whichever stage's lab runs next
+#                 refused, whichever stage's lab runs next. make lab-stop
+#                 and the next lab run it (labs/lab.sh reads the command
+#                 from .state/lab-teardown)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -36,9 +38,16 @@ install_webhook() {
 	go run ./advanced/A2-admission-webhook/hack/install-webhook --namespace lab --cert-dir "$CERTS" --host "$HOST" "$@"
 }
 
+# teardown_later: make lab-stop, and the next lab, remove the configurations
+# again (labs/lab.sh runs this command).
+teardown_later() {
+	echo "advanced/A2-admission-webhook/hack/lab.sh down" >"$ROOT/.state/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
+}
+
 case "${1:-}" in
 run)
 	install_webhook --failure-policy Fail
+	teardown_later
 	# labs/lab.sh run passes no extra flags: run the operator here.
 	bin/kubectl apply --server-side --force-conflicts -f advanced/A2-admission-webhook/config/crd >/dev/null
 	exec go run ./advanced/A2-admission-webhook --kubeconfig "$KUBECONFIG" \
@@ -46,9 +55,11 @@ run)
 		--webhook-bind-address="$HOST:9443" --webhook-cert-dir="$CERTS"
 	;;
 lab)
+	labs/lab.sh stop # the last lab's operator and what it set up go first
 	install_webhook --failure-policy Ignore
 	LAB_OPERATOR_ARGS="--webhook-bind-address=$HOST:9443 --webhook-cert-dir=$CERTS ${LAB_OPERATOR_ARGS:-}" labs/lab.sh lab A2
 	install_webhook --failure-policy Fail --keep-cert
+	teardown_later
 	;;
 down)
 	go run ./advanced/A2-admission-webhook/hack/install-webhook --delete
