@@ -193,8 +193,12 @@ trace-%: cluster ## one object's trip through stage N (OBJ=logger/lab/audit; DEL
 	@labs/trace.sh $*
 
 .PHONY: lab-stop
-lab-stop: ## Stop the operator that a lab started in the background.
+lab-stop: ## Stop the operator that a lab started in the background, and remove the admission policies or webhooks it installed.
 	@labs/lab.sh stop
+
+.PHONY: lab-kill
+lab-kill: ## Kill the lab's operator (SIGKILL, as a crash would), leaving everything its lab set up.
+	@labs/lab.sh kill
 
 # ----------------------------------------------------------------- tests ---
 

@@ -7,6 +7,7 @@
 #                   converge, print them and where to read on
 #   lab.sh stop     stop the operator a lab started, and remove the admission
 #                   policies it installed
+#   lab.sh kill     kill that operator (SIGKILL), leaving the rest
 #
 # N is a stage (1 to 6, or 01 to 06) or a day-two module (A1). A module's
 # admission policies (config/admission) are installed with its CRDs; a
@@ -76,16 +77,22 @@ install_crds() {
 	kubectl wait --for=condition=Established crd/flighttickets.flights.com crd/loggers.example.com --timeout=30s >/dev/null
 }
 
+# stop_operator [KILL]: stop the lab operator, with SIGTERM, or with
+# SIGKILL as a crash would.
 stop_operator() {
 	[[ -f $PIDFILE ]] || return 0
-	local pid
+	local pid signal=${1:-TERM}
 	pid=$(cat "$PIDFILE")
 	# Only signal the process we started: the pid must still be our operator.
 	# ps -o command= prints its command line on Linux and macOS alike
 	# (macOS has no /proc).
 	if kill -0 "$pid" 2>/dev/null && ps -p "$pid" -o command= 2>/dev/null | grep -q "$STATE/lab/operator-"; then
-		say "stopping the lab operator (pid $pid)"
-		kill -TERM "$pid"
+		if [[ $signal == KILL ]]; then
+			say "killing the lab operator (pid $pid), as a crash would"
+		else
+			say "stopping the lab operator (pid $pid)"
+		fi
+		kill "-$signal" "$pid"
 		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
 	fi
@@ -238,7 +245,10 @@ stop)
 	stop_operator
 	remove_admission
 	;;
+kill)
+	stop_operator KILL
+	;;
 *)
-	die "usage: lab.sh run N | lab N | stop"
+	die "usage: lab.sh run N | lab N | stop | kill"
 	;;
 esac

@@ -59,6 +59,16 @@ var Concept = map[int][]string{
 	6: {"setConditions", "ticketStatus", "loggerStatus", "LoggerReconciler.ownedDeployment", "LoggerReconciler.SetupWithManager", "LoggerReconciler.adopt", "FlightTicketReconciler.addFinalizer", "FlightTicketReconciler.release", "recordFailure"},
 }
 
+// Modules lists, per day-two module with Go of its own, the functions a
+// learner writes, as Concept does for a stage.
+var Modules = map[string][]string{
+	// The webhook: its registration with the Manager, the defaulter, the
+	// rule, and the validator's two entry points. The markers, main.go's
+	// wiring and the helpers (validate, invalid, namespaceLabels,
+	// logRequest) are given.
+	"A2": {"LoggerWebhook.SetupWithManager", "LoggerWebhook.Default", "check", "LoggerWebhook.ValidateCreate", "LoggerWebhook.ValidateUpdate"},
+}
+
 func main() {
 	dest := flag.String("dest", "", "where to write the copy (default workspace/<stage folder>)")
 	only := flag.String("only", "", "cut only this function")
@@ -80,25 +90,38 @@ func run(args []string, dest, only string) error {
 	if id := strings.ToUpper(args[0]); Policies[id] != nil {
 		return runPolicies(id, dest, only)
 	}
-	n, err := strconv.Atoi(strings.TrimLeft(args[0], "0"))
-	if err != nil || Concept[n] == nil {
-		return fmt.Errorf("exercises exist for stages 2 to 6 and module A1, not %q (stage 1 has no Go code)", args[0])
-	}
-	stage, err := stageDir(n)
-	if err != nil {
-		return err
+	var (
+		label, what string // "4", "stage 04"; "A2", "module A2"
+		stage       string
+		funcs       []string
+	)
+	if id := strings.ToUpper(args[0]); Modules[id] != nil {
+		dirs, _ := filepath.Glob(filepath.Join("advanced", id+"-*"))
+		if len(dirs) != 1 {
+			return fmt.Errorf("module %s does not exist; run this from the repository root", id)
+		}
+		label, what, stage, funcs = id, "module "+id, filepath.ToSlash(dirs[0]), Modules[id]
+	} else {
+		n, err := strconv.Atoi(strings.TrimLeft(args[0], "0"))
+		if err != nil || Concept[n] == nil {
+			return fmt.Errorf("exercises exist for stages 2 to 6 and modules A1 and A2, not %q (stage 1 has no Go code)", args[0])
+		}
+		if stage, err = stageDir(n); err != nil {
+			return err
+		}
+		label, what, funcs = strconv.Itoa(n), fmt.Sprintf("stage %02d", n), Concept[n]
 	}
 	if dest == "" {
-		dest = filepath.Join("workspace", stage)
+		dest = filepath.Join("workspace", filepath.Base(stage))
 	}
 	if _, err := os.Stat(dest); err == nil {
 		return fmt.Errorf("%s already exists. Keep working in it, or remove it to start over: rm -rf %s", dest, dest)
 	}
-	cut := Concept[n]
+	cut := funcs
 	if only != "" {
 		cut = []string{only}
 	}
-	where, err := Copy(stage, dest, n, cut)
+	where, err := Copy(stage, dest, label, cut)
 	if err != nil {
 		_ = os.RemoveAll(dest)
 		return err
@@ -108,18 +131,45 @@ func run(args []string, dest, only string) error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("the copy in %s does not build (a bug in labs/exercise): %v\n%s", dest, err, out)
 	}
-	fmt.Printf(">> %s: stage %02d with %d function(s) to write, each a TODO that panics until you do:\n", dest, n, len(cut))
+	fmt.Printf(">> %s: %s with %d function(s) to write, each a TODO that panics until you do:\n", dest, what, len(cut))
 	for _, name := range cut {
 		fmt.Printf("     %-40s %s\n", name, where[name])
 	}
-	lab, _ := filepath.Glob(fmt.Sprintf("labs/%02d-*.md", n))
-	if len(lab) == 1 {
-		fmt.Printf(">> your task: %s, section 'Exercise'\n", lab[0])
+	if lab := labFile(label); lab != "" {
+		fmt.Printf(">> your task: %s, section 'Exercise'\n", lab)
 	}
 	fmt.Printf(">> build it:  go build -o /dev/null ./%s/...\n", filepath.ToSlash(dest))
-	fmt.Printf(">> check it:  make check-%d   (stage %02d's e2e tests, on your copy)\n", n, n)
-	fmt.Printf(">> stuck?     the reference is %s/ (make diff-%d shows what it adds to stage %02d)\n", stage, n, n-1)
+	fmt.Printf(">> check it:  make check-%s   (%s's e2e tests, on your copy)\n", label, what)
+	fmt.Printf(">> stuck?     the reference is %s/ (make diff-%s shows what it adds to %s)\n", stage, label, base(label))
 	return nil
+}
+
+// labFile is lab label's file: labs/04-*.md for "4", labs/A2-*.md for "A2";
+// "" when there is none.
+func labFile(label string) string {
+	glob := "labs/" + label + "-*.md"
+	if len(label) == 1 {
+		glob = "labs/0" + label + "-*.md"
+	}
+	if m, _ := filepath.Glob(glob); len(m) == 1 {
+		return m[0]
+	}
+	return ""
+}
+
+// base is what stage or module label builds on, for the hint: "stage 03"
+// for "4"; a module's from advanced/bases.txt.
+func base(label string) string {
+	if n, err := strconv.Atoi(label); err == nil {
+		return fmt.Sprintf("stage %02d", n-1)
+	}
+	b, _ := os.ReadFile(filepath.Join("advanced", "bases.txt"))
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == label {
+			return f[1]
+		}
+	}
+	return "its base"
 }
 
 // stageDir is the folder of stage n, e.g. 04-workqueue.
@@ -138,7 +188,7 @@ func stageDir(n int) (string, error) {
 // with nothing to write (dropOtherTests), points imports of the stage's own
 // packages at the copy, and cuts the named functions. It returns the file
 // each function was found in.
-func Copy(stage, dest string, n int, cut []string) (map[string]string, error) {
+func Copy(stage, dest string, n string, cut []string) (map[string]string, error) {
 	oldPath, newPath := module+"/"+stage, module+"/"+filepath.ToSlash(dest)
 	found := map[string]string{}
 	err := filepath.WalkDir(stage, func(path string, d fs.DirEntry, err error) error {
@@ -215,7 +265,7 @@ func dropOtherTests(dest string, found map[string]string) error {
 // copy, the functions in cut replaced by a TODO, and imports that only those
 // functions used removed. found records each function cut, with "" for the
 // caller to fill in the file name.
-func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, found map[string]string) ([]byte, error) {
+func rewrite(src []byte, path, oldPath, newPath string, n string, cut []string, found map[string]string) ([]byte, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
 	if err != nil {
@@ -244,13 +294,12 @@ func rewrite(src []byte, path, oldPath, newPath string, n int, cut []string, fou
 				return nil, fmt.Errorf("%s: function %s is defined twice", path, name)
 			}
 			found[name] = ""
-			lab, _ := filepath.Glob(fmt.Sprintf("labs/%02d-*.md", n))
-			where := fmt.Sprintf("lab %d's Exercise", n)
-			if len(lab) == 1 {
-				where = lab[0] + ", section Exercise,"
+			where := fmt.Sprintf("lab %s's Exercise", n)
+			if lab := labFile(n); lab != "" {
+				where = lab + ", section Exercise,"
 			}
-			body := fmt.Sprintf("{\n\t// TODO(lab %d): write %s. The comment above says what it does;\n\t// %s says how.\n%s\tpanic(%q)\n}",
-				n, name, where, importsHint(fn, dropped, hinted), fmt.Sprintf("TODO(lab %d): write %s", n, name))
+			body := fmt.Sprintf("{\n\t// TODO(lab %s): write %s. The comment above says what it does;\n\t// %s says how.\n%s\tpanic(%q)\n}",
+				n, name, where, importsHint(fn, dropped, hinted), fmt.Sprintf("TODO(lab %s): write %s", n, name))
 			edits = append(edits, edit{fset.Position(fn.Body.Lbrace).Offset, fset.Position(fn.Body.Rbrace).Offset + 1, body})
 		}
 	}

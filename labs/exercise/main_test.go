@@ -18,7 +18,7 @@ func TestConceptFunctions(t *testing.T) {
 			t.Fatal(err)
 		}
 		dest := filepath.Join(t.TempDir(), stage)
-		found, err := Copy(stage, dest, n, funcs)
+		found, err := Copy(stage, dest, fmt.Sprint(n), funcs)
 		if err != nil {
 			t.Errorf("stage %d: %v", n, err)
 			continue
@@ -91,7 +91,7 @@ func TestRewrite(t *testing.T) {
 		not:  []string{"add them back"},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := rewrite([]byte(c.src), "x.go", stage, copied, 3, c.cut, map[string]string{})
+			out, err := rewrite([]byte(c.src), "x.go", stage, copied, "3", c.cut, map[string]string{})
 			if err != nil {
 				t.Fatal(err)
 			}
