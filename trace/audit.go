@@ -87,15 +87,16 @@ func AuditHops(events []auditv1.Event, o Object, recorded bool) []Hop {
 	return out
 }
 
-// notAdmission are the audit annotations that other steps of a request
-// write: who it is, whether it may, how long it took.
+// notAdmission are the annotations other steps of a Logger write carry
+// here: who it is, whether it may, how long it took.
 var notAdmission = []string{"authentication.k8s.io/", "authorization.k8s.io/", "apiserver.latency.k8s.io/"}
 
 // admissionNote turns what admission wrote into a request's audit event
 // into a note over the API server: a ValidatingAdmissionPolicy's
 // auditAnnotations ("<policy>/<key>") and failed validations under Audit
 // (validation.policy.admission.k8s.io/validation_failure), a mutating
-// webhook's verdict (mutation.webhook.admission.k8s.io/round_<r>_index_<i>).
+// webhook's mutation.webhook.admission.k8s.io/round_<r>_index_<i> (whether
+// it changed the object), any webhook's own "<webhook>/<key>".
 // A MutatingAdmissionPolicy writes none. "" when there is nothing.
 func admissionNote(annotations map[string]string) string {
 	var parts []string

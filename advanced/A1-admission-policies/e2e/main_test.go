@@ -33,8 +33,8 @@ const module = "advanced/A1-admission-policies"
 func TestMain(m *testing.M) { harness.Main(m, module+"/config/crd") }
 
 // settle is how long a change of policy, binding, namespace label or CRD
-// may take to reach the API server's admission: each is read from an
-// informer, not at the request.
+// may take to take effect in the API server: each is read from an informer
+// (a CRD by the handler that validates its objects), not at the request.
 const settle = 30 * time.Second
 
 // scopeLabel marks a test's namespaces; its bindings select them.
@@ -123,10 +123,13 @@ func install(t *testing.T, c *harness.Clients, file, scope string, edit func(o *
 // verdicts never hide the sentinels'.
 // Admission reads policies, bindings and namespaces from informers, so
 // their changes take effect a little later; and an informer sees objects
-// in the order they were written. So once the sentinels act on a token,
-// the policies under test, created before them, are in force, and
-// namespaceObject holds the namespace as labelled with that token
-// (waitSeen). Whatever the policies under test do, the wait ends.
+// of its one resource in the order they were written, and each kind under
+// test has a sentinel of the same kind created after it. So once the
+// sentinels act on a token, the policies under test are in force (on these
+// one-API-server clusters, bar a refresh of the policies, once a second,
+// that read one just before its informer caught up: the next refresh
+// mends it), and namespaceObject holds the namespace as labelled with that
+// token (waitSeen). Whatever the policies under test do, the wait ends.
 const sentinelLabel = "operator-flow/e2e-sentinel"
 
 func sentinels(t *testing.T, c *harness.Clients, scope string) {
