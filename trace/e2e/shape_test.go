@@ -180,4 +180,21 @@ func init() {
 		}
 		t.Errorf("%s on %s: no kubectl create", tr.logger.Object, tr.logger.Stage.Dir)
 	}
+	// Module A2 serves the rule as webhooks: after kubectl's create, the API
+	// server calls the mutating webhook, then the validating one, and each
+	// answers; then the operator's cache hears of the Logger. Its status
+	// writes call neither (the rules leave loggers/status out).
+	shapes["A2"] = func(t *testing.T, tr traced) {
+		shapes["6"](t, tr)
+		W := trace.Webhook
+		inOrder(t, tr.logger, applied,
+			hop{A, W, "AdmissionReview CREATE loggers/traced (mutate)", ""}, hop{W, A, "allowed", ""},
+			hop{A, W, "AdmissionReview CREATE loggers/traced (validate)", ""}, hop{W, A, "allowed", ""},
+			hop{A, trace.Watch, "ADDED", "loggers"})
+		for _, h := range tr.logger.Hops {
+			if h.From == A && h.To == W && !strings.Contains(h.Verb, "CREATE") && !strings.Contains(h.Verb, "UPDATE") {
+				t.Errorf("%s on %s: the webhook was called for %q; only creates and updates of the Logger go to it", tr.logger.Object, tr.logger.Stage.Dir, h.Verb)
+			}
+		}
+	}
 }

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +106,7 @@ func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, stage tr
 		if n >= 5 {
 			args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-time-encoding=rfc3339nano")
 		}
+		args = append(args, webhookFor(t, cfg, stage, ns)...)
 		op := harness.StartOperator(t, cfg.KubeconfigFile(), bin, args...)
 		r := ready[n]
 		harness.Eventually(t, time.Minute, "the operator to open its watches", func(context.Context) (bool, string, error) {
@@ -122,6 +126,35 @@ func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, stage tr
 	b, _ := os.ReadFile(record)
 	out.recording = trace.ParseRecord(b)
 	return out
+}
+
+// webhookFor installs the webhook of a module that serves one (A2: its
+// hack/install-webhook, as make lab-A2 runs it) for namespace ns, on a free
+// port, deletes its configurations when the test ends, and returns the
+// operator's flags that serve it. None for the others.
+func webhookFor(t *testing.T, cfg *envconf.Config, stage trace.Stage, ns string) []string {
+	t.Helper()
+	installer := "./" + stage.Dir + "/hack/install-webhook"
+	if _, err := os.Stat(harness.RepoPath(installer)); err != nil {
+		return nil
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	certs := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("go", append([]string{"run", installer, "--kubeconfig", cfg.KubeconfigFile()}, args...)...)
+		cmd.Dir = harness.RepoPath()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", installer, args, err, out)
+		}
+	}
+	run("--namespace", ns, "--cert-dir", certs, "--port", strconv.Itoa(port), "--failure-policy", "Fail")
+	t.Cleanup(func() { run("--delete") })
+	return []string{"--webhook-bind-address=127.0.0.1:" + strconv.Itoa(port), "--webhook-cert-dir=" + certs}
 }
 
 // installAdmission installs a module's admission policies, as make lab-A1
