@@ -92,6 +92,26 @@ func TestCheckTellsRightFromWrongA1(t *testing.T) {
 	}
 }
 
+// TestCheckTellsRightFromWrongA2 does the same for module A2, whose learner
+// writes the webhook: the starting point, a copy without check (the rule),
+// and the module itself, on the rule's cases through the API server.
+func TestCheckTellsRightFromWrongA2(t *testing.T) {
+	kubeconfig := harness.Env().EnvConf().KubeconfigFile()
+	const module, run, fails = "A2-admission-webhook", "TestAdmissionCases", "AdmissionCases"
+	start, made := exerciseCopy(t, "A2", "_check-e2e/start-"+module)
+	bug, _ := exerciseCopy(t, "A2", "_check-e2e/bug-"+module, "-only", "check")
+	compareShown(t, labSection(t, "A2-*.md"), "make exercise-A2", strings.ReplaceAll(made, strings.TrimPrefix(start, "./"), "workspace/"+module))
+
+	out, err := checkAs(t, "A2", "OPERATOR_PKG", start, run, kubeconfig, "E2E_CONVERGE=15s")
+	rejected(t, "A2", "the starting point make exercise-A2 writes", fails, out, err)
+	out, err = checkAs(t, "A2", "OPERATOR_PKG", bug, run, kubeconfig, "E2E_CONVERGE=15s")
+	rejected(t, "A2", "module A2 without check", fails, out, err)
+	out, err = checkAs(t, "A2", "OPERATOR_PKG", "./advanced/"+module, run, kubeconfig)
+	if err != nil || !strings.Contains(out, "works: well done") || strings.Contains(out, "FAIL  ") {
+		t.Errorf("check-A2 on ./advanced/%s (the reference) must pass; it said (err=%v):\n%s", module, err, out)
+	}
+}
+
 // rejected checks that check-N failed, said so, and named the concept's
 // checks among the failures.
 func rejected(t *testing.T, n string, what, fails, out string, err error) {
