@@ -6,7 +6,7 @@
 #                   N's (in the background), apply the samples, wait until they
 #                   converge, print them and where to read on
 #   lab.sh stop     stop the operator a lab started, and remove the admission
-#                   policies it installed
+#                   policies or webhook configurations it installed
 #   lab.sh kill     kill that operator (SIGKILL), leaving the rest
 #
 # N is a stage (1 to 6, or 01 to 06) or a day-two module (A1). A module's
@@ -220,8 +220,8 @@ lab)
 		wait_converged "$ns" || die "the samples did not converge within 60s; read the operator's log: ${log#"$ROOT"/}"
 		# Samples an earlier lab converged prove nothing: the operator must
 		# still run (stage 05 stops at once when port 8081 or 8443 is taken).
-		# It is our child, so once exited it is a zombie (ps state Z) until
-		# we exit, and kill -0 still reaches it.
+		# It is our child: once exited, bash reaps it and ps prints nothing
+		# (or, not yet reaped, ps shows state Z).
 		pid=$(cat "$PIDFILE")
 		state=$(ps -p "$pid" -o stat= 2>/dev/null || true)
 		if [[ -z $state || $state == Z* ]]; then

@@ -33,7 +33,7 @@ type latency struct {
 }
 
 // TestAdmissionLatency is `make bench-admission`: the latency of a Logger
-// create (a server-side dry run: admission runs in full, etcd is left out)
+// create (a server-side dry run: admission runs in full, nothing is written to etcd)
 // in three namespaces of one cluster: one that no admission rule matches,
 // one bound to A1's policies, one matched by this module's webhook. All
 // three namespaces carry a cap and a team, so that every rule has work to

@@ -47,8 +47,9 @@ func TestWebhookRBAC(t *testing.T) {
 		t.Run("without namespaces in the ClusterRole, the write is refused", func(t *testing.T) {
 			sa := newAccount(t, w.C, false)
 			op := harness.StartOperator(t, sa.kubeconfig, w.Bin, append(args, "--ledger-namespace", sa.namespace)...)
-			// The webhook answers (the server is up) but cannot read the
-			// namespace: the cache's list of namespaces is forbidden.
+			// The webhook server takes the call but cannot read the
+			// namespace (the cache's list of namespaces is forbidden), so
+			// it does not answer before the API server's timeout.
 			op.WaitForLog(converge, "Serving webhook server")
 			start := time.Now()
 			o, err := probe(context.Background(), w.C, w.NS)

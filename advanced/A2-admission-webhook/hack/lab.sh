@@ -16,7 +16,8 @@
 #                 applied while the operator starts are not refused, and
 #                 are switched to Fail once the samples have converged
 #   lab.sh down   delete the configurations: with the operator stopped and
-#                 failurePolicy Fail, every Logger write in namespace lab is
+#                 failurePolicy Fail, every create and update of a Logger in
+#                 namespace lab is
 #                 refused, whichever stage's lab runs next. make lab-stop
 #                 and the next lab run it (labs/lab.sh reads the command
 #                 from .state/lab-teardown)

@@ -32,8 +32,8 @@ const (
 // match loggers, not loggers/status: the operator's own status writes go to
 // the status subresource and never reach this code. sideEffects=None lets
 // a server-side dry run call them. failurePolicy=fail: while nobody answers,
-// the API server refuses every Logger write (README.md says when Ignore is
-// the better choice).
+// the API server refuses every create and update of a Logger (README.md
+// says when Ignore is the better choice).
 //
 // +kubebuilder:webhook:path=/mutate-example-com-v1-logger,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=loggers,verbs=create;update,versions=v1,name=mlogger.example.com,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-example-com-v1-logger,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=loggers,verbs=create;update,versions=v1,name=vlogger.example.com,admissionReviewVersions=v1
@@ -62,8 +62,9 @@ func (w *LoggerWebhook) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Default copies the namespace's team label to a Logger that has none. The
-// namespace comes from the admission request: a create's object may not
-// carry one yet (kubectl create -n lab sends it only in the URL).
+// namespace comes from the admission request, which names the namespace
+// the write goes to (on a create the API server has already copied it onto
+// the object).
 func (w *LoggerWebhook) Default(ctx context.Context, l *examplev1.Logger) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
