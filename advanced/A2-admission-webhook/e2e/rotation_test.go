@@ -111,8 +111,8 @@ func servedCertificate(addr string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0].Raw, nil
+	der := conn.ConnectionState().PeerCertificates[0].Raw
+	return der, conn.Close()
 }
 
 // firstDER is the DER of the first certificate of a PEM bundle.
