@@ -9,7 +9,8 @@
 # person changed is left:
 #   - Each stage's own name is replaced by a placeholder: 04-workqueue and
 #     05-controller-runtime both become STAGE (folder names, import paths,
-#     User-Agent); -04 / -05 in names such as operator-flow-05 become -NN,
+#     User-Agent); -04 / -05 in names such as operator-flow-05 become -NN
+#     (and a module's -a2 in operator-flow-a2),
 #     "stage 05" becomes "stage NN", and make targets such as run-5 and
 #     deploy-5 become run-N and deploy-N. A change of stage name is not a
 #     change of code.
@@ -73,6 +74,8 @@ copy() {
 	local stage=$1 dest=$2 num f
 	num=$(basename "$stage")
 	num=${num%%-*}
+	# A module's names in Kubernetes objects are lower case: operator-flow-a2.
+	lower=$(echo "$num" | tr 'A-Z' 'a-z')
 	cp -R "$ROOT/$stage" "$dest"
 	find "$dest" \( -name 'zz_generated*' -o -name go.sum -o -name README.md \) -exec rm -f {} +
 	find "$dest" -depth -type d \( -name generated -o -path '*/config/crd' \) -exec rm -rf {} +
@@ -86,6 +89,7 @@ copy() {
 	find "$dest" -type f | while IFS= read -r f; do
 		LC_ALL=C sed -E -e "s|$stage|STAGE|g" \
 			-e "s/-$num([^0-9]|\$)/-NN\1/g" \
+			-e "s/-$lower([^0-9]|\$)/-NN\1/g" \
 			-e "s/([Ss]tage) $num([^0-9]|\$)/\1 NN\2/g" \
 			-e "s/(run|lab|deploy|check|exercise|trace|diff)-${num#0}([^0-9]|\$)/\1-N\2/g" \
 			"$f" >"$tmp/.sed" && cat "$tmp/.sed" >"$f"
