@@ -47,7 +47,7 @@ VERIFY_TARGETS   :=
 
 .PHONY: help
 help: ## Show every target, one line each.
-	@echo "usage: make <target>   (N is a stage number, 1 to 6, or a day-two module: A1)"
+	@echo "usage: make <target>   (N is a stage number, 1 to 6, or a day-two module: A1, A2)"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {t = $$1; sub(/%/, "N", t); d = $$2; gsub(/\$$\$$/, "$$", d); printf "  %-16s %s\n", t, d}' $(MAKEFILE_LIST)
 
 # ----------------------------------------------------------------- tools ---
