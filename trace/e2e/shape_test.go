@@ -131,12 +131,14 @@ var shapes = map[string]func(*testing.T, traced){
 	},
 	"6": func(t *testing.T, tr traced) {
 		// The Deployment is deleted by the garbage collector, after the
-		// Logger is gone.
+		// Logger is gone. The collector watches the Logger itself, so its
+		// DELETE and the operator's DELETED event race: each only follows
+		// kubectl's delete.
 		// It reads from the Manager's cache, but asks the API server for the
 		// Logger once before it makes its Deployment: one GET, no more.
 		inOrder(t, tr.logger, applied, hop{A, W, "ADDED", "loggers"}, hop{R, A, "GET", "loggers"}, hop{R, A, "CREATE", "deployments"},
-			hop{R, A, "PATCH", "loggers/status"}, deleted, hop{A, W, "DELETED", "loggers"},
-			hop{GC, A, "DELETE", "deployments"})
+			hop{R, A, "PATCH", "loggers/status"}, deleted, hop{A, W, "DELETED", "loggers"})
+		inOrder(t, tr.logger, deleted, hop{GC, A, "DELETE", "deployments"})
 		if gets, all := count(tr.logger, hop{R, A, "GET", "loggers"}), count(tr.logger, noGET); gets != 1 || all != 1 {
 			t.Errorf("stage 06 GETs a Logger once, before it makes its Deployment, and reads the rest from the Manager's cache; the trace has %d GETs of the Logger, %d in all", gets, all)
 		}
