@@ -88,7 +88,8 @@ func main() {
 	// --webhook-cert-dir (tls.crt, tls.key), re-read when they change. On
 	// loopback by default, as every endpoint of the labs: the kwok
 	// cluster's API server runs on this machine. A kind cluster's runs in a
-	// container, and reaches the Docker network's gateway address instead.
+	// container, and reaches the Docker network's gateway address instead
+	// (this machine's, with Docker Engine on Linux).
 	webhookAddr := flag.String("webhook-bind-address", "127.0.0.1:9443", `address of the admission webhook server ("0" turns it off)`)
 	webhookCertDir := flag.String("webhook-cert-dir", "", "folder of the webhook server's tls.crt and tls.key (default: <temp>/k8s-webhook-server/serving-certs)")
 	// Console output with readable timestamps (--zap-devel=false: JSON).

@@ -162,7 +162,8 @@ func (w *webhook) setFailurePolicy(t *testing.T, c *harness.Clients, fp admissio
 }
 
 // kindGateway is the IPv4 gateway of Docker's "kind" network: the address
-// of this machine as the kind node container sees it.
+// of this machine as the kind node container sees it (with Docker Engine on
+// Linux; with Docker Desktop the gateway is in Docker's VM).
 func kindGateway(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("docker", "network", "inspect", "kind", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}").Output()

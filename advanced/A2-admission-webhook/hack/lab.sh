@@ -58,6 +58,8 @@ run)
 lab)
 	labs/lab.sh stop # the last lab's operator and what it set up go first
 	install_webhook --failure-policy Ignore
+	# Recorded only once the lab has run: should labs/lab.sh fail, the
+	# configurations stay, with Ignore; make webhook-A2-down removes them.
 	LAB_OPERATOR_ARGS="--webhook-bind-address=$HOST:9443 --webhook-cert-dir=$CERTS ${LAB_OPERATOR_ARGS:-}" labs/lab.sh lab A2
 	install_webhook --failure-policy Fail --keep-cert
 	teardown_later
