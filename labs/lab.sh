@@ -101,34 +101,26 @@ stop_operator() {
 
 has_operator() { [[ -n $(operator_dir "$1") ]]; }
 
-# The admission policies a lab installed, cluster-wide: removed again when
-# the lab stops, or when another lab starts.
-ADMISSION="$STATE/lab-admission${CLUSTER_NAME:+-$CLUSTER_NAME}"
+# What a lab set up cluster-wide besides its operator (a module's admission
+# policies; module A2's webhook configurations, which its own lab script
+# sets up) is removed again when the lab stops or another lab starts: the
+# command that removes it is kept here.
+TEARDOWN="$STATE/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
 
 install_admission() {
 	[[ -d "$ROOT/$1/config/admission" ]] || return 0
 	say "installing the admission policies of ${1}/config/admission"
 	kubectl apply -f "$ROOT/$1/config/admission" >/dev/null
-	echo "$1/config/admission" >"$ADMISSION"
+	echo "kubectl delete --ignore-not-found -f $1/config/admission" >"$TEARDOWN"
 }
 
-# What a module's lab set up besides its operator, and its own script
-# removes: a webhook's configurations (module A2). The script that set it
-# up writes the command here.
-TEARDOWN="$STATE/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
-
 remove_admission() {
-	if [[ -f $TEARDOWN ]]; then
-		say "removing what the last lab set up: $(cat "$TEARDOWN")"
-		(cd "$ROOT" && $(cat "$TEARDOWN"))
-		rm -f "$TEARDOWN"
-	fi
-	[[ -f $ADMISSION ]] || return 0
-	local dir
-	dir=$(cat "$ADMISSION")
-	say "removing the admission policies of $dir"
-	kubectl delete --ignore-not-found -f "$ROOT/$dir" >/dev/null
-	rm -f "$ADMISSION"
+	[[ -f $TEARDOWN ]] || return 0
+	local teardown
+	read -r -a teardown <"$TEARDOWN" # the command, split into its words
+	say "removing what the last lab set up: ${teardown[*]}"
+	(cd "$ROOT" && "${teardown[@]}")
+	rm -f "$TEARDOWN"
 }
 
 # endpoint_flags DIR: the flags that keep stage DIR's endpoints on loopback.
