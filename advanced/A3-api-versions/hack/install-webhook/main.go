@@ -1,0 +1,187 @@
+// Command install-webhook gives module A2's operator what a webhook needs
+// besides its code, without cert-manager: a self-signed CA and a serving
+// certificate (written to --cert-dir as tls.crt and tls.key, where the
+// operator's --webhook-cert-dir reads them), and the two webhook
+// configurations of config/webhook/manifests.yaml, created (or updated) with
+// the CA bundle and the URL https://<host>:<port>/<path> the API server
+// calls. It is controller-runtime's own code for this, the envtest
+// package's WebhookInstallOptions, pointed at any cluster. It matches one
+// namespace (--namespace) or every one, and --delete removes the
+// configurations again.
+//
+// The API server must reach --host: 127.0.0.1 on the kwok cluster, whose
+// API server runs on this machine.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// The configurations' names in the cluster.
+const (
+	mutatingName   = "operator-flow-a3-mutating"
+	validatingName = "operator-flow-a3-validating"
+)
+
+func main() {
+	// --kubeconfig is registered by controller-runtime (config.GetConfig
+	// reads it, else $KUBECONFIG).
+	manifests := flag.String("manifests", "advanced/A3-api-versions/config/webhook/manifests.yaml", "the webhook configurations controller-gen wrote")
+	namespace := flag.String("namespace", "", "match Loggers of this namespace only (default: every namespace)")
+	certDir := flag.String("cert-dir", ".state/webhook-A3", "where to write tls.crt and tls.key for the operator's --webhook-cert-dir")
+	host := flag.String("host", "127.0.0.1", "the address the API server calls the webhook at, and the certificate's")
+	port := flag.Int("port", 9443, "the webhook server's port (the operator's --webhook-bind-address=<host>:<port>)")
+	failurePolicy := flag.String("failure-policy", "Fail", "what the API server does when the webhook does not answer: Fail or Ignore")
+	keep := flag.Bool("keep-cert", false, "keep the certificate in --cert-dir (the one the operator serves) and only write the configurations")
+	del := flag.Bool("delete", false, "delete the webhook configurations and stop")
+	flag.Parse()
+	if err := run(*manifests, *namespace, *certDir, *host, *port, *failurePolicy, *keep, *del); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(manifests, namespace, certDir, host string, port int, failurePolicy string, keep, del bool) error {
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return err
+	}
+	if del {
+		return deleteConfigurations(cfg)
+	}
+	fp := admissionregistrationv1.FailurePolicyType(failurePolicy)
+	if fp != admissionregistrationv1.Fail && fp != admissionregistrationv1.Ignore {
+		return fmt.Errorf("--failure-policy=%s: want Fail or Ignore", failurePolicy)
+	}
+	start := time.Now()
+	opts := &envtest.WebhookInstallOptions{Paths: []string{manifests}, LocalServingHost: host, LocalServingPort: port}
+	// A new CA and a serving certificate for localhost and host, in a
+	// temporary folder; clientConfig rewritten to a URL, with the CA
+	// bundle.
+	if err := opts.PrepWithoutInstalling(); err != nil {
+		return err
+	}
+	defer func() { _ = opts.Cleanup() }()
+	bundle := opts.LocalServingCAData
+	if keep {
+		// envtest's CA bundle is the serving certificate itself: a client
+		// that trusts it accepts exactly that certificate.
+		if bundle, err = os.ReadFile(filepath.Join(certDir, "tls.crt")); err != nil {
+			return fmt.Errorf("--keep-cert: %w", err)
+		}
+	} else if err := writeCert(opts.LocalServingCertDir, certDir); err != nil {
+		return err
+	}
+	certs := time.Since(start)
+	var selector *metav1.LabelSelector
+	if namespace != "" {
+		selector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: namespace}}
+	}
+	for _, m := range opts.MutatingWebhooks {
+		m.Name = mutatingName
+		for i := range m.Webhooks {
+			if err := setup(&m.Webhooks[i].ClientConfig); err != nil {
+				return err
+			}
+			m.Webhooks[i].NamespaceSelector, m.Webhooks[i].FailurePolicy = selector, &fp
+			m.Webhooks[i].ClientConfig.CABundle = bundle
+		}
+	}
+	for _, v := range opts.ValidatingWebhooks {
+		v.Name = validatingName
+		for i := range v.Webhooks {
+			if err := setup(&v.Webhooks[i].ClientConfig); err != nil {
+				return err
+			}
+			v.Webhooks[i].NamespaceSelector, v.Webhooks[i].FailurePolicy = selector, &fp
+			v.Webhooks[i].ClientConfig.CABundle = bundle
+		}
+	}
+	// Creates the configurations, or updates them, and waits until the API
+	// server has them.
+	if err := opts.Install(cfg); err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(certDir)
+	scope := "every namespace"
+	if namespace != "" {
+		scope = "namespace " + namespace
+	}
+	fmt.Printf(">> webhook configurations %s and %s for Loggers in %s, failurePolicy %s\n", mutatingName, validatingName, scope, fp)
+	if keep {
+		fmt.Printf(">> the serving certificate in %s kept; it is the CA bundle of the configurations\n", abs)
+	} else {
+		fmt.Printf(">> a new CA and serving certificate in %s (%s); the CA bundle is in the configurations\n", abs, certs.Round(time.Millisecond))
+	}
+	fmt.Printf(">> run the operator with: --webhook-bind-address=%s:%d --webhook-cert-dir=%s\n", host, port, abs)
+	return nil
+}
+
+// writeCert copies tls.key, then tls.crt, from envtest's folder to dir. The
+// key first: the operator's certwatcher re-reads the pair on each change,
+// and keeps the old one until the two match.
+func writeCert(from, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, f := range []string{"tls.key", "tls.crt"} {
+		b, err := os.ReadFile(filepath.Join(from, f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup takes the double slash out of envtest's URL (it joins host:port
+// and the service's path, which starts with one, with another).
+func setup(cc *admissionregistrationv1.WebhookClientConfig) error {
+	if cc.URL == nil {
+		return fmt.Errorf("the configuration has no service path to call")
+	}
+	u, err := url.Parse(*cc.URL)
+	if err != nil {
+		return err
+	}
+	u.Path = "/" + strings.TrimLeft(u.Path, "/")
+	cc.URL = ptr.To(u.String())
+	return nil
+}
+
+// deleteConfigurations removes both configurations; gone already is fine.
+func deleteConfigurations(cfg *rest.Config) error {
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	adm := c.AdmissionregistrationV1()
+	if err := adm.MutatingWebhookConfigurations().Delete(ctx, mutatingName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := adm.ValidatingWebhookConfigurations().Delete(ctx, validatingName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	fmt.Printf(">> deleted %s and %s\n", mutatingName, validatingName)
+	return nil
+}
