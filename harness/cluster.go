@@ -44,17 +44,25 @@ func Env() env.Environment {
 //
 //	func TestMain(m *testing.M) { harness.Main(m, "01-crd-yaml/crds") }
 func Main(m *testing.M, crds ...string) {
-	os.Exit(run(m, crds, false))
+	os.Exit(run(m, crds, false, nil, nil))
+}
+
+// MainWith is Main for a package whose CRDs need more than to be applied
+// (module A3's Logger CRD needs a conversion webhook to call): setup runs
+// once the cluster is ready, before the tests; finish runs after them, while
+// the cluster is still there.
+func MainWith(m *testing.M, setup, finish env.Func) {
+	os.Exit(run(m, nil, false, setup, finish))
 }
 
 // MainPrivate is Main for tests that stop and start the cluster's own
 // components (chaos tests): it always creates a cluster of its own, even when
 // E2E_KUBECONFIG names a shared one, and deletes it at the end.
 func MainPrivate(m *testing.M, crds ...string) {
-	os.Exit(run(m, crds, true))
+	os.Exit(run(m, crds, true, nil, nil))
 }
 
-func run(m *testing.M, crds []string, private bool) int {
+func run(m *testing.M, crds []string, private bool, setup, finish env.Func) int {
 	root, err := RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
@@ -62,6 +70,8 @@ func run(m *testing.M, crds []string, private bool) int {
 	}
 	cfg := envconf.New()
 	testEnv = env.NewWithConfig(cfg)
+	// Set when this binary creates its cluster: it goes last, after finish.
+	var destroyCluster env.Func
 
 	if kc := os.Getenv("E2E_KUBECONFIG"); kc != "" && !private {
 		// A cluster someone else started (make test, make e2e): use it, and
@@ -95,7 +105,7 @@ func run(m *testing.M, crds []string, private bool) int {
 			// may not be Ready (no CNI yet) when the first test starts.
 			testEnv.Setup(waitNodeReady(kindNode(name)))
 		}
-		testEnv.Finish(destroy(provider, name))
+		destroyCluster = destroy(provider, name)
 	}
 
 	testEnv.Setup(func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
@@ -110,6 +120,15 @@ func run(m *testing.M, crds []string, private bool) int {
 		}
 		return ctx, nil
 	})
+	if setup != nil {
+		testEnv.Setup(setup)
+	}
+	if finish != nil {
+		testEnv.Finish(finish)
+	}
+	if destroyCluster != nil {
+		testEnv.Finish(destroyCluster)
+	}
 	return testEnv.Run(m)
 }
 

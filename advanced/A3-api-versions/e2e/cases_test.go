@@ -108,7 +108,7 @@ func checkCase(t *testing.T, tc admission.Case, o outcome) {
 // (loggers/status, which the rules leave out) are not among them.
 func TestAdmissionCases(t *testing.T) {
 	withCluster(t, "the webhook enforces every case", func(t *testing.T, cfg *envconf.Config) {
-		w := harness.NewWorld(t, cfg, "a2-cases", modulePackage)
+		w := harness.NewWorld(t, cfg, "a3-cases", modulePackage)
 		wh := installWebhook(t, w.C, w.NS, admissionregistrationv1.Fail)
 		op := w.Start(t, append(append([]string{}, stage.Args[:2]...), wh.args...)...)
 		waitAdmissionActive(t, w.C, w.NS)

@@ -1,11 +1,11 @@
-// Package e2e checks module A2 against a real API server: stage 06's shared
-// behaviour suite (harness/behaviour), retries, workers and shutdown, with
-// the webhook server off, and what A2 adds: every case of
-// harness/admission through the webhook (cases_test.go), the same cases
-// through A1's policies and the webhook in one run (parity_test.go), and
-// what happens while the webhook is down (down_test.go). Stage 06's own
-// tests of its concept stay in 06-status-and-owners/e2e: A2 leaves that
-// code as it was.
+// Package e2e checks module A3 against a real API server: stage 06's shared
+// behaviour suite (harness/behaviour) on the operator that now works in v2,
+// A2's admission cases through its webhooks, now on v2 (cases_test.go), and
+// what A3 adds: v1 and v2 clients side by side with the operator serving
+// the conversion (versions_test.go), what stops while no conversion webhook
+// answers (down_test.go), and the storage migration, read back from etcd
+// (migration_test.go). A2's own tests of its concept stay in
+// advanced/A2-admission-webhook/e2e.
 package e2e
 
 import (
@@ -15,18 +15,21 @@ import (
 	"github.com/operator-flow/operator-flow/harness/behaviour"
 )
 
-// The CRDs controller-gen generated, not 01's: the tests must run against
-// what this stage ships.
-func TestMain(m *testing.M) { harness.Main(m, "advanced/A3-api-versions/config/crd") }
+// The Logger CRD converts through a webhook, so the package installs it
+// with one: converter.go serves the conversion for as long as the tests
+// run, and removes the CRD at the end (a later package installs its own
+// v1-only Logger CRD, which the API server refuses while objects may be
+// stored as v2).
+func TestMain(m *testing.M) { harness.MainWith(m, startConverter, removeLoggerCRD) }
 
-// stage describes module A2 to the shared suite. The metrics and health
+// stage describes module A3 to the shared suite. The metrics and health
 // endpoints and the webhook server are switched off ("0"): every test starts
 // its own operator, often two at once, and they must not compete for the
-// default ports (and a webhook server without certificates would not
-// start). The tests of the webhook start theirs with a port and
-// certificates of their own (webhook_test.go). The seat
-// ledger is the watched namespace (the default without --ledger-namespace),
-// so each check's seat holds go with its namespace.
+// default ports. The package's converter converts in their place. The tests
+// of the webhooks start theirs with a port and certificates of their own
+// (webhook_test.go). The seat ledger is the watched namespace (the default
+// without --ledger-namespace), so each check's seat holds go with its
+// namespace.
 var stage = behaviour.Stage{
 	Package:          "./advanced/A3-api-versions",
 	Args:             []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-bind-address=0"},

@@ -37,13 +37,13 @@ var loggerGVR = harness.LoggerGVR
 // hands it the cluster's configuration.
 func withCluster(t *testing.T, name string, body func(t *testing.T, cfg *envconf.Config)) {
 	t.Helper()
-	harness.Env().Test(t, features.New("A2").Assess(name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+	harness.Env().Test(t, features.New("A3").Assess(name, func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 		body(t, cfg)
 		return ctx
 	}).Feature())
 }
 
-// webhook is one test's installation of A2's webhook: the two
+// webhook is one test's installation of the admission webhooks: the two
 // configurations of config/webhook/manifests.yaml under names of their own,
 // matching only the test's namespace (webhook configurations are
 // cluster-wide, and the e2e suite shares one cluster: a stopped webhook with
@@ -134,49 +134,29 @@ func installWebhook(t *testing.T, c *harness.Clients, ns string, fp admissionreg
 	return w
 }
 
-// setFailurePolicy changes both configurations' failure policy.
-func (w *webhook) setFailurePolicy(t *testing.T, c *harness.Clients, fp admissionregistrationv1.FailurePolicyType) {
-	t.Helper()
-	ctx := context.Background()
-	adm := c.Kube.AdmissionregistrationV1()
-	m, err := adm.MutatingWebhookConfigurations().Get(ctx, w.mutating, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range m.Webhooks {
-		m.Webhooks[i].FailurePolicy = ptr.To(fp)
-	}
-	if _, err := adm.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	v, err := adm.ValidatingWebhookConfigurations().Get(ctx, w.validating, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range v.Webhooks {
-		v.Webhooks[i].FailurePolicy = ptr.To(fp)
-	}
-	if _, err := adm.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // kindGateway is the IPv4 gateway of Docker's "kind" network: the address
 // of this machine as the kind node container sees it (with Docker Engine on
 // Linux; with Docker Desktop the gateway is in Docker's VM).
 func kindGateway(t *testing.T) string {
 	t.Helper()
+	gw, err := kindGatewayAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gw
+}
+
+func kindGatewayAddr() (string, error) {
 	out, err := exec.Command("docker", "network", "inspect", "kind", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}").Output()
 	if err != nil {
-		t.Fatalf("docker network inspect kind: %v", err)
+		return "", fmt.Errorf("docker network inspect kind: %w", err)
 	}
 	for _, gw := range strings.Fields(string(out)) {
 		if !strings.Contains(gw, ":") {
-			return gw
+			return gw, nil
 		}
 	}
-	t.Fatalf("docker network kind has no IPv4 gateway: %q", out)
-	return ""
+	return "", fmt.Errorf("docker network kind has no IPv4 gateway: %q", out)
 }
 
 // outcome is what admission made of one write.

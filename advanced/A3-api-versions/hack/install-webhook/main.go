@@ -1,13 +1,15 @@
-// Command install-webhook gives module A2's operator what a webhook needs
+// Command install-webhook gives module A3's operator what its webhooks need
 // besides its code, without cert-manager: a self-signed CA and a serving
 // certificate (written to --cert-dir as tls.crt and tls.key, where the
-// operator's --webhook-cert-dir reads them), and the two webhook
-// configurations of config/webhook/manifests.yaml, created (or updated) with
-// the CA bundle and the URL https://<host>:<port>/<path> the API server
-// calls. It is controller-runtime's own code for this, the envtest
-// package's WebhookInstallOptions, pointed at any cluster. It matches one
-// namespace (--namespace) or every one, and --delete removes the
-// configurations again.
+// operator's --webhook-cert-dir reads them); the Logger CRD of --crds with
+// its conversion webhook's clientConfig set to https://<host>:<port>/convert
+// and the CA bundle; and A2's two admission webhook configurations of
+// config/webhook/manifests.yaml, with the same CA bundle and URLs. It is
+// controller-runtime's own code for this, the envtest package's
+// WebhookInstallOptions and CRDInstallOptions, pointed at any cluster. The
+// admission webhooks match one namespace (--namespace) or every one; the
+// conversion webhook converts every Logger, in every namespace. --delete
+// removes the admission configurations again.
 //
 // The API server must reach --host: 127.0.0.1 on the kwok cluster, whose
 // API server runs on this machine.
@@ -28,10 +30,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	examplev1 "github.com/operator-flow/operator-flow/advanced/A3-api-versions/api/example/v1"
+	examplev2 "github.com/operator-flow/operator-flow/advanced/A3-api-versions/api/example/v2"
 )
 
 // The configurations' names in the cluster.
@@ -44,6 +51,7 @@ func main() {
 	// --kubeconfig is registered by controller-runtime (config.GetConfig
 	// reads it, else $KUBECONFIG).
 	manifests := flag.String("manifests", "advanced/A3-api-versions/config/webhook/manifests.yaml", "the webhook configurations controller-gen wrote")
+	crds := flag.String("crds", "advanced/A3-api-versions/config/crd", "the CRDs to install, the Logger's with the conversion webhook")
 	namespace := flag.String("namespace", "", "match Loggers of this namespace only (default: every namespace)")
 	certDir := flag.String("cert-dir", ".state/webhook-A3", "where to write tls.crt and tls.key for the operator's --webhook-cert-dir")
 	host := flag.String("host", "127.0.0.1", "the address the API server calls the webhook at, and the certificate's")
@@ -52,13 +60,13 @@ func main() {
 	keep := flag.Bool("keep-cert", false, "keep the certificate in --cert-dir (the one the operator serves) and only write the configurations")
 	del := flag.Bool("delete", false, "delete the webhook configurations and stop")
 	flag.Parse()
-	if err := run(*manifests, *namespace, *certDir, *host, *port, *failurePolicy, *keep, *del); err != nil {
+	if err := run(*manifests, *crds, *namespace, *certDir, *host, *port, *failurePolicy, *keep, *del); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(manifests, namespace, certDir, host string, port int, failurePolicy string, keep, del bool) error {
+func run(manifests, crds, namespace, certDir, host string, port int, failurePolicy string, keep, del bool) error {
 	cfg, err := config.GetConfig()
 	if err != nil {
 		return err
@@ -114,6 +122,20 @@ func run(manifests, namespace, certDir, host string, port int, failurePolicy str
 			v.Webhooks[i].ClientConfig.CABundle = bundle
 		}
 	}
+	// The CRDs, created or updated, and served, before the admission
+	// configurations: envtest gives every CRD whose kind has a hub and
+	// spokes in the scheme (Logger: v2's Hub, v1's ConvertTo and
+	// ConvertFrom) the conversion webhook at https://<host>:<port>/convert
+	// with the CA bundle, in place of config/crd-patches/conversion.yaml's
+	// placeholder Service.
+	scheme := runtime.NewScheme()
+	utilruntime.Must(examplev1.AddToScheme(scheme))
+	utilruntime.Must(examplev2.AddToScheme(scheme))
+	withBundle := *opts
+	withBundle.LocalServingCAData = bundle
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crds}, Scheme: scheme, WebhookOptions: withBundle, ErrorIfPathMissing: true}); err != nil {
+		return err
+	}
 	// Creates the configurations, or updates them, and waits until the API
 	// server has them.
 	if err := opts.Install(cfg); err != nil {
@@ -124,6 +146,7 @@ func run(manifests, namespace, certDir, host string, port int, failurePolicy str
 	if namespace != "" {
 		scope = "namespace " + namespace
 	}
+	fmt.Printf(">> CRDs from %s; Loggers' v1 and v2 converted at https://%s:%d/convert\n", crds, host, port)
 	fmt.Printf(">> webhook configurations %s and %s for Loggers in %s, failurePolicy %s\n", mutatingName, validatingName, scope, fp)
 	if keep {
 		fmt.Printf(">> the serving certificate in %s kept; it is the CA bundle of the configurations\n", abs)
