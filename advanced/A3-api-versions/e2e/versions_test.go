@@ -31,11 +31,17 @@ func operatorConverter(t *testing.T, w *harness.World) (*harness.Operator, *envt
 		t.Fatalf("preparing the webhook's certificate: %v", err)
 	}
 	t.Cleanup(func() { _ = opts.Cleanup() })
-	op := w.Start(t, append(append([]string{}, stage.Args[:2]...),
-		fmt.Sprintf("--webhook-bind-address=%s:%d", opts.LocalServingHost, opts.LocalServingPort),
-		"--webhook-cert-dir="+opts.LocalServingCertDir)...)
+	op := w.Start(t, serving(opts)...)
 	useConverter(t, w.C.Config, opts)
 	return op, opts
+}
+
+// serving is the operator's flags to serve its webhooks at opts' address
+// with its certificate, the metrics and health endpoints off.
+func serving(opts *envtest.WebhookInstallOptions) []string {
+	return append(append([]string{}, stage.Args[:2]...),
+		fmt.Sprintf("--webhook-bind-address=%s:%d", opts.LocalServingHost, opts.LocalServingPort),
+		"--webhook-cert-dir="+opts.LocalServingCertDir)
 }
 
 // TestSideBySide: kubectl on v1 and the operator on v2 work on the same
@@ -109,7 +115,7 @@ spec:
 
 		// 6. The operator served those conversions: its log has a line
 		// for each, this Logger's v2 turned into v1 among them.
-		line := op.WaitForLog(converge, `"conversion"`, `"name": "heartbeat"`, `"from": "example.com/v2"`, `"to": "example.com/v1"`, `"converted": true`)
+		line := op.WaitForLog(converge, "\tconversion\t", `"name": "heartbeat"`, `"from": "example.com/v2"`, `"to": "example.com/v1"`, `"converted": true`)
 		t.Logf("the operator's log: %s", line)
 	})
 }
