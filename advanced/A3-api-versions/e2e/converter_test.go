@@ -49,7 +49,7 @@ var scheme = func() *runtime.Scheme {
 // their operator for a while (useConverter).
 var (
 	packageConverter *envtest.WebhookInstallOptions
-	stopConverter    context.CancelFunc
+	stopConverter    func()
 )
 
 // startConverter serves the conversion, then installs the module's CRDs,
@@ -84,7 +84,9 @@ func startConverter(ctx context.Context, cfg *envconf.Config) (context.Context, 
 		cancel()
 		return ctx, err
 	}
-	packageConverter, stopConverter = opts, cancel
+	// Stopping waits for the server to return before the certificate's
+	// folder goes.
+	packageConverter, stopConverter = opts, func() { cancel(); <-failed; _ = opts.Cleanup() }
 	return ctx, installCRDs(cfg.Client().RESTConfig(), opts)
 }
 
@@ -123,7 +125,6 @@ func removeLoggerCRD(ctx context.Context, cfg *envconf.Config) (context.Context,
 	defer func() {
 		if stopConverter != nil {
 			stopConverter()
-			_ = packageConverter.Cleanup()
 		}
 	}()
 	crds, err := apiextensionsclient.NewForConfig(cfg.Client().RESTConfig())
