@@ -72,6 +72,14 @@ crds_of() {
 install_crds() {
 	local crds
 	crds=$(crds_of "$1")
+	# A CRD converted by a webhook names a placeholder Service until its
+	# lab script installs it with the operator's address and CA bundle
+	# (module A3's hack/install-webhook); applied as it is, every
+	# conversion would fail.
+	if grep -qs "strategy: Webhook" "$crds"/*.yaml; then
+		say "the CRDs of ${crds#"$ROOT"/} convert through the operator's webhook: installed by the module's lab script"
+		return
+	fi
 	say "installing CRDs from ${crds#"$ROOT"/}"
 	kubectl apply --server-side --force-conflicts -f "$crds" >/dev/null
 	kubectl wait --for=condition=Established crd/flighttickets.flights.com crd/loggers.example.com --timeout=30s >/dev/null

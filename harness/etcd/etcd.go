@@ -1,4 +1,4 @@
-// Package etcd shows a test what the API server stored: the raw bytes under
+// Package etcd shows a test, or a lab, what the API server stored: the raw bytes under
 // a key prefix in the etcd of the cluster that harness.Main prepared, which
 // no API request shows, such as the version a custom resource is stored in
 // (its JSON's apiVersion) or the protobuf of a built-in kind (the k8s\x00
@@ -32,27 +32,37 @@ import (
 	"github.com/operator-flow/operator-flow/harness"
 )
 
-// Get returns every key under prefix with the bytes stored there. Both
-// cluster kinds store under /registry (kube-apiserver's default
-// --etcd-prefix, which kwokctl keeps), e.g.
-// /registry/example.com/loggers/NAMESPACE/NAME.
+// Get returns every key under prefix with the bytes stored there, in the
+// cluster of the suite (Read says how), and fails t when it cannot.
+func Get(ctx context.Context, t testing.TB, prefix string) map[string][]byte {
+	t.Helper()
+	kv, err := Read(ctx, harness.Env().EnvConf().KubeconfigFile(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// Read returns every key under prefix with the bytes stored there, in the
+// etcd of the cluster kubeconfig names. Both cluster kinds store under
+// /registry (kube-apiserver's default --etcd-prefix, which kwokctl keeps),
+// e.g. /registry/example.com/loggers/NAMESPACE/NAME.
 //
 // It reads etcd directly, not through the API server: on kwok etcd is a
 // local process; on kind it runs in the node container and is reached at
 // the node's address with the API server's client certificate, read out of
 // the node.
-func Get(ctx context.Context, t testing.TB, prefix string) map[string][]byte {
-	t.Helper()
-	cfg, err := config(harness.Env().EnvConf().KubeconfigFile())
+func Read(ctx context.Context, kubeconfig, prefix string) (map[string][]byte, error) {
+	cfg, err := config(kubeconfig)
 	if err != nil {
-		t.Fatalf("finding the cluster's etcd: %v", err)
+		return nil, fmt.Errorf("finding the cluster's etcd: %w", err)
 	}
 	// A silent client: a failure comes back as the error below.
 	cfg.Logger = zap.NewNop()
 	cfg.DialTimeout = 10 * time.Second
 	c, err := clientv3.New(cfg)
 	if err != nil {
-		t.Fatalf("connecting to etcd at %v: %v", cfg.Endpoints, err)
+		return nil, fmt.Errorf("connecting to etcd at %v: %w", cfg.Endpoints, err)
 	}
 	defer func() { _ = c.Close() }() // the read is done; nothing is lost
 	// The client dials in the background and would wait for an etcd it
@@ -61,13 +71,13 @@ func Get(ctx context.Context, t testing.TB, prefix string) map[string][]byte {
 	defer cancel()
 	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
-		t.Fatalf("reading %s* from etcd at %v: %v", prefix, cfg.Endpoints, err)
+		return nil, fmt.Errorf("reading %s* from etcd at %v: %w", prefix, cfg.Endpoints, err)
 	}
 	kv := make(map[string][]byte, len(resp.Kvs))
 	for _, x := range resp.Kvs {
 		kv[string(x.Key)] = x.Value
 	}
-	return kv
+	return kv, nil
 }
 
 // config finds the etcd behind a kubeconfig of this course's clusters by its

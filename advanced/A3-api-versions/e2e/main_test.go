@@ -11,6 +11,8 @@ package e2e
 import (
 	"testing"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/operator-flow/operator-flow/harness"
 	"github.com/operator-flow/operator-flow/harness/behaviour"
 )
@@ -20,7 +22,13 @@ import (
 // run, and removes the CRD at the end (a later package installs its own
 // v1-only Logger CRD, which the API server refuses while objects may be
 // stored as v2).
-func TestMain(m *testing.M) { harness.MainWith(m, startConverter, removeLoggerCRD) }
+//
+// v1 is deprecated: client-go would log the API server's warning for every
+// v1 request the tests send (TestSideBySide reads the one kubectl prints).
+func TestMain(m *testing.M) {
+	rest.SetDefaultWarningHandler(rest.NoWarnings{})
+	harness.MainWith(m, startConverter, removeLoggerCRD)
+}
 
 // stage describes module A3 to the shared suite. The metrics and health
 // endpoints and the webhook server are switched off ("0"): every test starts

@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
-# lab.sh: what `make run-A3`, `make lab-A3` and `make webhook-A3-down` do:
-# labs/lab.sh's run and lab, plus what a webhook needs besides the
+# lab.sh: what `make run-A3`, `make lab-A3` and `make lab-A3-down` do:
+# labs/lab.sh's run and lab, plus what the webhooks need besides the
 # operator. hack/install-webhook writes a serving certificate into
-# .state/webhook-A3 and the two webhook configurations, for the namespace
-# lab only, calling https://<host>:9443; the operator gets --webhook-cert-dir
-# and --webhook-bind-address through LAB_OPERATOR_ARGS. The host is
-# 127.0.0.1 on the kwok cluster, whose API server runs on this machine; on
-# kind (CLUSTER=kind) it is this machine's address on the Docker network
-# kind made, which the API server in the node's container reaches.
+# .state/webhook-A3, installs the CRDs with the Logger's conversion webhook
+# at https://<host>:9443/convert, and A2's two admission webhook
+# configurations for the namespace lab; the operator gets
+# --webhook-cert-dir and --webhook-bind-address through LAB_OPERATOR_ARGS.
+# The host is 127.0.0.1 on the kwok cluster, whose API server runs on this
+# machine; on kind (CLUSTER=kind) it is this machine's address on the Docker
+# network kind made, which the API server in the node's container reaches.
 #
-#   lab.sh run    certificate and configurations (failurePolicy Fail), then
-#                 the operator in the foreground
-#   lab.sh lab    the same with labs/lab.sh lab A2: the configurations go in
-#                 with failurePolicy Ignore first, so that the samples
-#                 applied while the operator starts are not refused, and
-#                 are switched to Fail once the samples have converged
-#   lab.sh down   delete the configurations: with the operator stopped and
-#                 failurePolicy Fail, every create and update of a Logger in
-#                 namespace lab is
-#                 refused, whichever stage's lab runs next. make lab-stop
-#                 and the next lab run it (labs/lab.sh reads the command
-#                 from .state/lab-teardown)
+#   lab.sh run    certificate, CRDs and configurations (failurePolicy
+#                 Fail), then the operator in the foreground
+#   lab.sh lab    first the cluster as module A2 leaves it, when the Logger
+#                 CRD has no v2 yet: A2's CRDs (v1 only) and the samples in
+#                 namespaces lab and archive, stored as v1; then the
+#                 upgrade (the module's CRDs, v2 stored) and labs/lab.sh
+#                 lab A3, its operator watching lab only. The admission
+#                 configurations go in with failurePolicy Ignore, and are
+#                 switched to Fail once the samples have converged
+#   lab.sh down   delete the admission configurations and the Logger CRD,
+#                 with every Logger in the cluster: another lab's v1-only
+#                 CRD is refused while status.storedVersions lists v2, and
+#                 with the operator stopped, every conversion fails. make
+#                 lab-stop and the next lab run it (labs/lab.sh reads the
+#                 command from .state/lab-teardown)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -28,6 +32,8 @@ cd "$ROOT"
 CERTS="$ROOT/.state/webhook-A3${CLUSTER_NAME:+-$CLUSTER_NAME}"
 KUBECONFIG=$(cluster/cluster.sh kubeconfig)
 export KUBECONFIG
+
+say() { printf '>> %s\n' "$*"; }
 
 HOST=127.0.0.1
 if [[ ${CLUSTER:-kwok} == kind ]]; then
@@ -39,10 +45,27 @@ install_webhook() {
 	go run ./advanced/A3-api-versions/hack/install-webhook --namespace lab --cert-dir "$CERTS" --host "$HOST" "$@"
 }
 
-# teardown_later: make lab-stop, and the next lab, remove the configurations
-# again (labs/lab.sh runs this command).
+# teardown_later: make lab-stop, and the next lab, remove what this lab set
+# up again (labs/lab.sh runs this command).
 teardown_later() {
 	echo "advanced/A3-api-versions/hack/lab.sh down" >"$ROOT/.state/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
+}
+
+# before_upgrade: Loggers stored as v1, as module A2's lab leaves them,
+# unless the Logger CRD has a v2 already (lab-A3 ran before).
+before_upgrade() {
+	if [[ $(bin/kubectl get crd loggers.example.com -o jsonpath='{.spec.versions[*].name}' 2>/dev/null) == *v2* ]]; then
+		say "the Logger CRD has v2 already: no upgrade to make"
+		return
+	fi
+	say "before the upgrade: module A2's CRDs (Logger v1 only) and the samples in namespaces lab and archive, stored as v1"
+	bin/kubectl apply --server-side --force-conflicts -f advanced/A2-admission-webhook/config/crd >/dev/null
+	bin/kubectl wait --for=condition=Established crd/loggers.example.com --timeout=30s >/dev/null
+	local ns
+	for ns in lab archive; do
+		bin/kubectl create namespace "$ns" --dry-run=client -o yaml | bin/kubectl apply -f - >/dev/null
+		bin/kubectl -n "$ns" apply -f 01-crd-yaml/samples/ >/dev/null
+	done
 }
 
 case "${1:-}" in
@@ -50,22 +73,37 @@ run)
 	install_webhook --failure-policy Fail
 	teardown_later
 	# labs/lab.sh run passes no extra flags: run the operator here.
-	bin/kubectl apply --server-side --force-conflicts -f advanced/A3-api-versions/config/crd >/dev/null
 	exec go run ./advanced/A3-api-versions --kubeconfig "$KUBECONFIG" \
 		--metrics-bind-address=127.0.0.1:8443 --health-probe-bind-address=127.0.0.1:8081 \
 		--webhook-bind-address="$HOST:9443" --webhook-cert-dir="$CERTS"
 	;;
 lab)
 	labs/lab.sh stop # the last lab's operator and what it set up go first
+	before_upgrade
+	say "the upgrade: the module's CRDs (v1 and v2, v2 stored), converted by the operator"
 	install_webhook --failure-policy Ignore
 	# Recorded only once the lab has run: should labs/lab.sh fail, the
-	# configurations stay, with Ignore; make webhook-A3-down removes them.
-	LAB_OPERATOR_ARGS="--webhook-bind-address=$HOST:9443 --webhook-cert-dir=$CERTS ${LAB_OPERATOR_ARGS:-}" labs/lab.sh lab A2
+	# configurations stay, with Ignore; make lab-A3-down removes them.
+	# --namespace lab: the operator writes the status of lab's Loggers,
+	# which stores them as v2; archive's, which nobody writes, stay v1
+	# until the migration.
+	LAB_OPERATOR_ARGS="--namespace=lab --webhook-bind-address=$HOST:9443 --webhook-cert-dir=$CERTS ${LAB_OPERATOR_ARGS:-}" labs/lab.sh lab A3
 	install_webhook --failure-policy Fail --keep-cert
 	teardown_later
+	echo
+	say "where each Logger is stored (make stored-A3):"
+	go run ./advanced/A3-api-versions/hack/stored-versions
 	;;
 down)
 	go run ./advanced/A3-api-versions/hack/install-webhook --delete
+	if bin/kubectl get crd loggers.example.com >/dev/null 2>&1; then
+		say "deleting the Logger CRD and every Logger: a stage's lab installs a v1-only CRD, which the API server refuses while status.storedVersions lists v2"
+		# strategy None first: deleting the Loggers reads them, and with
+		# the operator stopped no conversion webhook answers.
+		bin/kubectl patch crd loggers.example.com --type=json \
+			-p '[{"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}}]' >/dev/null
+		bin/kubectl delete crd loggers.example.com --timeout=60s
+	fi
 	;;
 *)
 	echo "usage: $0 run | lab | down" >&2

@@ -1,0 +1,61 @@
+// Command stored-versions prints the version each Logger is stored in, read
+// from the cluster's etcd, not through the API server, which converts every
+// object to the version a client asks for and so cannot show it (`make
+// stored-A3`). A custom resource is stored as JSON; its apiVersion is the
+// version it was written in.
+//
+// Its output, after lab A3's upgrade and before the migration:
+//
+//	KEY                                         STORED AS
+//	/registry/example.com/loggers/lab/audit     example.com/v1
+//	/registry/example.com/loggers/lab/heartbeat example.com/v1
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/operator-flow/operator-flow/harness/etcd"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "the cluster's kubeconfig (cluster/cluster.sh kubeconfig)")
+	namespace := flag.String("namespace", "", "only this namespace's Loggers (default: every namespace)")
+	flag.Parse()
+	prefix := "/registry/example.com/loggers/"
+	if *namespace != "" {
+		prefix += *namespace + "/"
+	}
+	kv, err := etcd.Read(context.Background(), *kubeconfig, prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+	if len(kv) == 0 {
+		fmt.Printf("no Logger is stored under %s\n", prefix)
+		return
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(w, "KEY\tSTORED AS")
+	for _, k := range keys {
+		var o struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		stored := "(not JSON)"
+		if json.Unmarshal(kv[k], &o) == nil {
+			stored = o.APIVersion
+		}
+		fmt.Fprintf(w, "%s\t%s\n", k, stored)
+	}
+	_ = w.Flush() // stdout
+}
