@@ -30,4 +30,4 @@ lab-A3-down: ## Module A3: delete the admission configurations and the Logger CR
 	@advanced/A3-api-versions/hack/lab.sh down
 
 stored-A3: ## Module A3: the version each Logger is stored in, read from etcd (NS=namespace, default every one).
-	@KUBECONFIG=$(KUBECONFIG_FILE) go run ./advanced/A3-api-versions/hack/stored-versions $(if $(NS),--namespace $(NS))
+	@KUBECONFIG=$$(cluster/cluster.sh kubeconfig) go run ./advanced/A3-api-versions/hack/stored-versions $(if $(NS),--namespace $(NS))
