@@ -47,7 +47,7 @@ VERIFY_TARGETS   :=
 
 .PHONY: help
 help: ## Show every target, one line each.
-	@echo "usage: make <target>   (N is a stage number, 1 to 6, or a day-two module: A1, A2)"
+	@echo "usage: make <target>   (N is a stage number, 1 to 6, or a day-two module: A1, A2, A3)"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {t = $$1; sub(/%/, "N", t); d = $$2; gsub(/\$$\$$/, "$$", d); printf "  %-16s %s\n", t, d}' $(MAKEFILE_LIST)
 
 # ----------------------------------------------------------------- tools ---
@@ -226,16 +226,16 @@ test: $(CLUSTER_TOOLS) ## Unit tests, then every stage's e2e tests on one shared
 	@echo ">> e2e tests, one stage after another on one cluster"
 	@cluster/with-cluster.sh go test -count=1 -p 1 -timeout 40m $(E2E_PKGS)
 
-# Every fuzz test in the repository (func Fuzz... in a _test.go file), each for
-# FUZZTIME. The seeds in the test files run in the unit tests anyway; this
+# Every fuzz test of the stages and the day-two modules (func Fuzz... in a
+# _test.go file), each for FUZZTIME. The seeds in the test files run in the unit tests anyway; this
 # explores beyond them. FUZZTIME is a count of inputs (`Nx`), not a duration:
 # in Go 1.26 a duration's deadline can race the fuzz workers' shutdown and
 # fail a run with a bare "context deadline exceeded" and no failing input
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
 FUZZTIME ?= 50000x
 .PHONY: fuzz
-fuzz: ## A short fuzz pass over the operators' pure functions (FUZZTIME=50000x inputs per fuzz test).
-	@for dir in $$(for f in $$(grep -rl --include='*_test.go' '^func Fuzz' $(STAGES) 2>/dev/null); do dirname "$$f"; done | sort -u); do \
+fuzz: ## A short fuzz pass over the operators' pure functions and A3's conversions (FUZZTIME=50000x inputs per fuzz test).
+	@for dir in $$(for f in $$(grep -rl --include='*_test.go' '^func Fuzz' $(STAGES) advanced 2>/dev/null); do dirname "$$f"; done | sort -u); do \
 		for fn in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
 			echo ">> fuzzing $$fn in ./$$dir (-fuzztime $(FUZZTIME))"; \
 			go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$dir/ || exit 1; \

@@ -7,7 +7,7 @@
 #      `make check-6` on the reference stage, which runs the same tests and
 #      says what works), then the day-two modules' (advanced/); the Logger
 #      test reads its pods' output there
-#   2. make lab-1 ... make lab-6, make lab-A1, make lab-A2
+#   2. make lab-1 ... make lab-6, make lab-A1, make lab-A2, make lab-A3
 #   3. make deploy-5, make deploy-6: the operator as an image in a namespace
 #      that enforces Pod Security "restricted", running as its ServiceAccount,
 #      which books the samples and keeps the Loggers, whose pods print their
@@ -102,7 +102,7 @@ modules() {
 step "e2e tests of the day-two modules" modules
 
 # ----------------------------------------------------------------- labs ---
-for n in 1 2 3 4 5 6 A1 A2; do
+for n in 1 2 3 4 5 6 A1 A2 A3; do
 	step "make lab-$n" make -s "lab-$n"
 done
 make -s lab-stop
