@@ -145,6 +145,21 @@ endpoint_flags() {
 	done
 }
 
+# wait_ready DIR PID: an operator that serves health probes answers /readyz
+# once it is ready; module A3's, once its webhook server serves, which the
+# samples' writes may need for a conversion. An operator that exits is left
+# to the check after the samples, which shows its log.
+wait_ready() {
+	[[ $(endpoint_flags "$1") == *health-probe* ]] || return 0
+	local _
+	for _ in $(seq 300); do
+		curl -fs -o /dev/null http://127.0.0.1:8081/readyz && return 0
+		kill -0 "$2" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	die "the operator did not answer http://127.0.0.1:8081/readyz within 30s"
+}
+
 build_operator() {
 	local dir
 	dir=$(operator_dir "$1")
@@ -213,6 +228,7 @@ lab)
 		nohup "$STATE/lab/operator-$id" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir") ${LAB_OPERATOR_ARGS:-} >"$log" 2>&1 &
 		echo $! >"$PIDFILE"
 		say "$(what_runs "$dir") running in the background (pid $!); its log: ${log#"$ROOT"/}"
+		wait_ready "$dir" "$!"
 	fi
 	say "applying the samples into namespace '$ns'"
 	kubectl -n "$ns" apply -f "$ROOT/01-crd-yaml/samples/"

@@ -178,12 +178,17 @@ func main() {
 	if err != nil {
 		fatal(err, "creating the manager")
 	}
-	// /healthz and /readyz answer while the process runs, as kubebuilder
-	// scaffolds them.
+	// /healthz answers while the process runs, as kubebuilder scaffolds it.
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		fatal(err, "adding /healthz")
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready once the webhook server serves, when there is one: before, the
+	// API server can neither convert a Logger nor admit one.
+	ready := healthz.Ping
+	if *webhookAddr != "0" {
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		fatal(err, "adding /readyz")
 	}
 	// Events go through the events.k8s.io API; `kubectl describe` shows

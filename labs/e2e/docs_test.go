@@ -180,8 +180,12 @@ func showsOutput(s step) bool {
 
 // errorShown says whether the lab shows a command failing: kubectl's
 // errors start so, and so does its word for a write the API server found
-// invalid (422): The loggers "heartbeat" is invalid: ...
+// invalid (422): The loggers "heartbeat" is invalid: ... The warnings kubectl
+// prints before (a deprecated version's) are passed over.
 func errorShown(shown []string) bool {
+	for len(shown) > 0 && strings.HasPrefix(shown[0], "Warning: ") {
+		shown = shown[1:]
+	}
 	return len(shown) > 0 && (strings.HasPrefix(shown[0], "Error from server") || strings.HasPrefix(shown[0], "error:") ||
 		invalidShown.MatchString(shown[0]))
 }
