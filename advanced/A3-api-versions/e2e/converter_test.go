@@ -86,7 +86,14 @@ func startConverter(ctx context.Context, cfg *envconf.Config) (context.Context, 
 	}
 	// Stopping waits for the server to return before the certificate's
 	// folder goes.
-	packageConverter, stopConverter = opts, func() { cancel(); <-failed; _ = opts.Cleanup() }
+	packageConverter = opts
+	stopConverter = func() {
+		cancel()
+		if err := <-failed; err != nil {
+			fmt.Fprintln(os.Stderr, "the converter stopped with:", err)
+		}
+		_ = opts.Cleanup() // a temporary folder
+	}
 	return ctx, installCRDs(cfg.Client().RESTConfig(), opts)
 }
 

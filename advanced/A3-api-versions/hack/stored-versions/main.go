@@ -46,7 +46,7 @@ func main() {
 	}
 	slices.Sort(keys)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(w, "KEY\tSTORED AS")
+	_, _ = fmt.Fprintln(w, "KEY\tSTORED AS") // stdout: Flush reports a failure
 	for _, k := range keys {
 		var o struct {
 			APIVersion string `json:"apiVersion"`
@@ -55,7 +55,10 @@ func main() {
 		if json.Unmarshal(kv[k], &o) == nil {
 			stored = o.APIVersion
 		}
-		fmt.Fprintf(w, "%s\t%s\n", k, stored)
+		_, _ = fmt.Fprintf(w, "%s\t%s\n", k, stored)
 	}
-	_ = w.Flush() // stdout
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
 }
