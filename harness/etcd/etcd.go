@@ -100,8 +100,8 @@ func config(kubeconfig string) (clientv3.Config, error) {
 
 // kwok: kwokctl records each component's command line in the cluster's
 // kwok.yaml; the API server's --etcd-servers is where it stores. The binary
-// runtime serves etcd over plain HTTP on loopback, with no client
-// authentication.
+// runtime serves etcd over plain HTTP, with no client authentication, on
+// loopback as cluster/kwokctl.yaml's bindAddress has it.
 func kwok(name string) (clientv3.Config, error) {
 	path := harness.RepoPath(".state", "kwok", "clusters", name, "kwok.yaml")
 	b, err := os.ReadFile(path)

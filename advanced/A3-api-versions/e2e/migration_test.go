@@ -104,7 +104,8 @@ func TestStorageMigration(t *testing.T) {
 		})
 
 		// 7. Nothing is stored as v1, and the migrator has said so:
-		// on success it sets storedVersions to the storage version alone.
+		// on success it sets storedVersions to the storage version alone
+		// (the CRD's spec did not change while it ran).
 		if got := loggerCRDNow(t, crds).Status.StoredVersions; !slices.Equal(got, []string{"v2"}) {
 			t.Fatalf("status.storedVersions after the migration: %v, want [v2]", got)
 		}

@@ -1,14 +1,17 @@
 // Command stored-versions prints the version each Logger is stored in, read
 // from the cluster's etcd, not through the API server, which converts every
 // object to the version a client asks for and so cannot show it (`make
-// stored-A3`). A custom resource is stored as JSON; its apiVersion is the
-// version it was written in.
+// stored-A3`). A custom resource is stored as JSON (CBOR only with the alpha
+// CBORServingAndStorage feature gate); its apiVersion is the storage
+// version when it was last written.
 //
 // Its output, after lab A3's upgrade and before the migration:
 //
-//	KEY                                         STORED AS
-//	/registry/example.com/loggers/lab/audit     example.com/v1
-//	/registry/example.com/loggers/lab/heartbeat example.com/v1
+//	KEY                                             STORED AS
+//	/registry/example.com/loggers/archive/audit     example.com/v1
+//	/registry/example.com/loggers/archive/heartbeat example.com/v1
+//	/registry/example.com/loggers/lab/audit         example.com/v2
+//	/registry/example.com/loggers/lab/heartbeat     example.com/v2
 package main
 
 import (

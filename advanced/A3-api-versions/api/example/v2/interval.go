@@ -3,6 +3,7 @@ package v2
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/kube-openapi/pkg/validation/strfmt"
 )
@@ -20,7 +21,8 @@ const (
 // a Logger whose interval fails here; a conversion or the operator that meets
 // one anyway says which rule it breaks.
 func ParseInterval(s string) (time.Duration, error) {
-	if len(s) > MaxIntervalLength {
+	// maxLength counts characters, as the API server does, not bytes.
+	if utf8.RuneCountInString(s) > MaxIntervalLength {
 		return 0, fmt.Errorf("spec.interval %q is longer than %d characters", s, MaxIntervalLength)
 	}
 	d, err := strfmt.ParseDuration(s)
