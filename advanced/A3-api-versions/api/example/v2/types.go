@@ -9,9 +9,9 @@ import (
 // the API server parse it as the OpenAPI duration format (kube-openapi's
 // strfmt.ParseDuration: "5s", "1m30s", "500ms", also "2 minutes"), and the
 // CEL rule then sees a duration. storageversion makes v2 the version the
-// API server writes to etcd; objects written before stay in the version
-// they were written in until something rewrites them (README.md, "Storage
-// migration").
+// API server writes to etcd; objects stored before stay in the version
+// they were stored in until something rewrites them (README.md, "The
+// storage migration").
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
