@@ -11,8 +11,11 @@
 // The operator under test is whatever OPERATOR_PKG names; by default the
 // learner's copy, workspace/<stage N's folder>. A day-two module without Go
 // of its own (A1) has policies checked instead: MODULE_DIR names the copy,
-// by default workspace/<the module's folder>. CHECK_RUN limits the run to
-// some tests, as `go test -run` does.
+// by default workspace/<the module's folder>. Where the learner's code is
+// pure functions (A3's conversion), the unit tests of its package on the
+// copy run first, and only the e2e tests that run the learner's code
+// (unitTests, e2eTests). CHECK_RUN limits the run to some tests, as
+// `go test -run` does.
 //
 // Expected output, for the starting point that `make exercise-4` writes,
 // within seconds: the operator panics as it starts, and each check fails at
@@ -83,41 +86,118 @@ func run(arg string) (int, error) {
 	}
 	fmt.Printf(">> checking %s against %s's tests\n", pkg, name(stage))
 
-	cmd := exec.Command("go", "test", "-json", "-count=1", "-timeout=20m", "./"+stage+"/e2e/")
-	if run := os.Getenv("CHECK_RUN"); run != "" {
-		cmd.Args = append(cmd.Args, "-run", run)
+	// The unit tests first, on the copy, then the e2e tests: each a go test
+	// of its own, so that the unit tests' verdict comes within seconds, and
+	// a panic there, which ends their test binary, does not stop the e2e
+	// tests.
+	run := os.Getenv("CHECK_RUN")
+	e2e := e2eTests[id]
+	e2eRun := run
+	if e2eRun == "" && len(e2e.tests) > 0 {
+		e2eRun = "^(" + strings.Join(e2e.tests, "|") + ")$"
 	}
-	cmd.Env = append(os.Environ(), env+"="+pkg)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
+	var suites []suite
+	for _, u := range unitTests[id] {
+		suites = append(suites, suite{pkg + "/" + u, run})
 	}
-	// Build errors of the test package come on stderr.
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return 0, err
+	suites = append(suites, suite{"./" + stage + "/e2e/", e2eRun})
+	if len(suites) > 1 || e2eRun != run {
+		fmt.Printf(">> %s\n", plan(suites[:len(suites)-1], run, e2e.tests, e2e.which))
 	}
-	r := collect(stdout)
-	exit := cmd.Wait()
-	var ee *exec.ExitError
-	if exit != nil && !errors.As(exit, &ee) {
-		return 0, exit
+
+	// Each run's report is printed when it ends, and judged by itself: a
+	// failure of go test that no check of its own explains is a FAIL line
+	// of that run.
+	ok, passed, total, failed := true, 0, 0, false
+	for _, s := range suites {
+		cmd := exec.Command("go", "test", "-json", "-count=1", "-timeout=20m", s.pkg)
+		if s.run != "" {
+			cmd.Args = append(cmd.Args, "-run", s.run)
+		}
+		cmd.Env = append(os.Environ(), env+"="+pkg)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return 0, err
+		}
+		// Build errors of the test package come on stderr.
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			return 0, err
+		}
+		r := collect(stdout)
+		exit := cmd.Wait()
+		var ee *exec.ExitError
+		if exit != nil && !errors.As(exit, &ee) {
+			return 0, exit
+		}
+		// A run in which no test matched CHECK_RUN is no failure.
+		if !r.print(os.Stdout, exit != nil, stderr.String()) && (r.total > 0 || exit != nil) {
+			ok = false
+		}
+		passed, total, failed = passed+r.passed, total+r.total, failed || exit != nil
 	}
-	if r.print(os.Stdout, exit != nil, stderr.String()) {
-		fmt.Printf("%d of %d checks pass. %s works: well done.\n", r.passed, r.total, capitalize(name(stage)))
+	if ok && total > 0 {
+		fmt.Printf("%d of %d checks pass. %s works: well done.\n", passed, total, capitalize(name(stage)))
 		return 0, nil
 	}
-	if r.total == 0 && exit == nil {
+	if total == 0 && !failed {
 		fmt.Printf("No check ran: CHECK_RUN=%q matches no test of %s.\n", os.Getenv("CHECK_RUN"), name(stage))
 		return 1, nil
 	}
-	fmt.Printf("%d of %d checks pass. Not there yet: read the FAIL lines above, and compare with 'make diff-%s' when you are stuck.\n", r.passed, r.total, id)
+	fmt.Printf("%d of %d checks pass. Not there yet: read the FAIL lines above, and compare with 'make diff-%s' when you are stuck.\n", passed, total, id)
 	return 1, nil
 }
 
+// unitTests lists, per exercise, the packages of the copy whose unit tests
+// run before the e2e tests: A3's learner writes a conversion, pure
+// functions whose rules (the annotation, the rounding, the nil maps) the
+// unit tests' tables and fuzz seeds reach case by case, and the API server
+// only through the few objects the e2e tests send.
+var unitTests = map[string][]string{
+	"A3": {"api/example/v1"},
+}
+
+// e2eTests is, per exercise, the e2e tests that run when CHECK_RUN does not
+// say, and which they are. A3's other e2e tests convert through the test
+// package's own converter, built from the module's reference types, and
+// run code the exercise gives: they would pass whatever you write.
+var e2eTests = map[string]struct {
+	tests []string
+	which string
+}{
+	"A3": {[]string{"TestSideBySide", "TestConversionWebhookDown"}, "whose conversions your operator serves"},
+}
+
+// suite is one go test of a check: a package, and its -run pattern ("" for
+// every test).
+type suite struct{ pkg, run string }
+
+// plan says, when it is more than the e2e package's every test, what the
+// check runs: the unit tests of the copy's packages, then the e2e tests.
+func plan(units []suite, run string, tests []string, which string) string {
+	var pkgs []string
+	for _, u := range units {
+		pkgs = append(pkgs, u.pkg)
+	}
+	if run != "" {
+		if len(pkgs) == 0 {
+			return fmt.Sprintf("the e2e tests CHECK_RUN=%q matches", run)
+		}
+		return fmt.Sprintf("the tests CHECK_RUN=%q matches: the unit tests of %s, then the e2e tests", run, strings.Join(pkgs, " and "))
+	}
+	e2e := "every e2e test"
+	if len(tests) > 0 {
+		e2e = fmt.Sprintf("the e2e tests %s: %s", which, strings.Join(tests, ", "))
+	}
+	if len(pkgs) == 0 {
+		return e2e
+	}
+	return fmt.Sprintf("the unit tests of %s, then %s", strings.Join(pkgs, " and "), e2e)
+}
+
 // target finds what check-N checks: stage N's folder (N from 2 to 6), or
-// day-two module N's (A1); the name make targets use (4, A1); and the
+// day-two module N's (A1 to A3); the name make targets use (4, A1); and the
 // variable that points its tests at the learner's copy: OPERATOR_PKG for
 // an operator, MODULE_DIR for a module without Go of its own, whose
 // learner writes policies.
@@ -302,6 +382,11 @@ func reasons(lines []string) []string {
 		out = append(out, l)
 	}
 	for i, l := range out {
+		if strings.HasPrefix(l, "panic: ") {
+			// The test itself panicked (a unit test that called a TODO):
+			// the panic and where, not the goroutine's frames.
+			return append([]string{l}, panicSite(out[i+1:])...)
+		}
 		if !isCrash(l) {
 			continue
 		}
@@ -314,6 +399,48 @@ func reasons(lines []string) []string {
 		return out[i:min(end, i+6)]
 	}
 	return out[:min(6, len(out))]
+}
+
+// panicSite reads the stack trace of a panic that ended a test binary
+// (its lines trimmed) and returns where the panic was raised and the test
+// line that led there, "at FILE:LINE (FUNCTION)", FILE relative to the
+// repository when it is in it. The panicking goroutine's frames, a function
+// line and a file line each, start with the testing package's recovery and
+// the runtime's panic(; the frame after the last panic( raised it.
+func panicSite(trace []string) []string {
+	var frames []string
+	for i, l := range trace {
+		if strings.HasPrefix(l, "goroutine ") {
+			frames = trace[i+1:]
+			break
+		}
+	}
+	at := 0
+	for i := 0; i+1 < len(frames) && !strings.HasPrefix(frames[i], "goroutine "); i += 2 {
+		if strings.HasPrefix(frames[i], "panic(") {
+			at = i + 2
+		}
+	}
+	wd, _ := os.Getwd()
+	var sites []string
+	for i := at; i+1 < len(frames) && len(sites) < 2; i += 2 {
+		fn, file := frames[i], frames[i+1]
+		if strings.HasPrefix(fn, "testing.") || strings.HasPrefix(fn, "goroutine ") {
+			break
+		}
+		if j := strings.LastIndex(file, " +0x"); j >= 0 {
+			file = file[:j]
+		}
+		file = strings.TrimPrefix(file, wd+string(filepath.Separator))
+		if j := strings.LastIndex(fn, "/"); j >= 0 {
+			fn = fn[j+1:] // the package path says nothing the file does not
+		}
+		if j := strings.LastIndex(fn, "("); j > 0 && strings.HasSuffix(fn, ")") {
+			fn = fn[:j] // the arguments, as hex words
+		}
+		sites = append(sites, fmt.Sprintf("at %s (%s)", file, fn))
+	}
+	return sites
 }
 
 // message is the start of a line that t.Log or t.Error printed: the

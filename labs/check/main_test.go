@@ -75,6 +75,31 @@ func TestVerdicts(t *testing.T) {
 			without: []string{"kill.go:95: six", "operator output"},
 		},
 		{
+			// A unit test that called a TODO ends its test binary: the
+			// panic, where it was raised and the test line that led there,
+			// not the goroutine's frames.
+			name: "a unit test panicked",
+			json: stream("output TestConvertFromHub --- FAIL: TestConvertFromHub (0.00s)",
+				"output TestConvertFromHub panic: TODO(lab A3): write Logger.ConvertFrom [recovered, repanicked]",
+				"output TestConvertFromHub ", "output TestConvertFromHub goroutine 21 [running]:",
+				"output TestConvertFromHub testing.tRunner.func1.2({0x81b920, 0x8f8580})",
+				"output TestConvertFromHub     /usr/local/go/src/testing/testing.go:1974 +0x232",
+				"output TestConvertFromHub panic({0x81b920?, 0x8f8580?})",
+				"output TestConvertFromHub     /usr/local/go/src/runtime/panic.go:860 +0x13a",
+				"output TestConvertFromHub github.com/x/workspace/A3-api-versions/api/example/v1.(*Logger).ConvertFrom(...)",
+				"output TestConvertFromHub     /src/workspace/A3-api-versions/api/example/v1/logger_conversion.go:67",
+				"output TestConvertFromHub github.com/x/workspace/A3-api-versions/api/example/v1.TestConvertFromHub(0x16d0bfa68488?)",
+				"output TestConvertFromHub     /src/workspace/A3-api-versions/api/example/v1/logger_conversion_test.go:31 +0xb0",
+				"output TestConvertFromHub testing.tRunner(0x16d0bfa68488, 0x8f4d40)",
+				"output TestConvertFromHub     /usr/local/go/src/testing/testing.go:2036 +0xea",
+				"fail TestConvertFromHub"),
+			failed: true, passed: 0, total: 1,
+			want: []string{"FAIL  ConvertFromHub\n      panic: TODO(lab A3): write Logger.ConvertFrom [recovered, repanicked]\n" +
+				"      at /src/workspace/A3-api-versions/api/example/v1/logger_conversion.go:67 (v1.(*Logger).ConvertFrom)\n" +
+				"      at /src/workspace/A3-api-versions/api/example/v1/logger_conversion_test.go:31 (v1.TestConvertFromHub)\n"},
+			without: []string{"goroutine", "testing.go"},
+		},
+		{
 			name:   "every test passed, but go test failed",
 			json:   stream("pass TestA", "output - panic: operator did not stop", "fail -"),
 			failed: true, passed: 1, total: 2,

@@ -67,13 +67,52 @@ var Modules = map[string][]string{
 	// wiring and the helpers (validate, invalid, namespaceLabels,
 	// logRequest) are given.
 	"A2": {"LoggerWebhook.SetupWithManager", "LoggerWebhook.Default", "check", "LoggerWebhook.ValidateCreate", "LoggerWebhook.ValidateUpdate"},
+	// Conversion: v1's two methods to and from the hub, v2, the interval
+	// annotation included. The helpers (intervalOf, seconds, copyInt32),
+	// v2.ParseInterval, the hub's Hub() and the webhook's wiring are given.
+	"A3": {"Logger.ConvertTo", "Logger.ConvertFrom"},
+}
+
+// Steps lists, per exercise and function, what the TODO asks for, where
+// the function's doc comment states a contract without saying what goes
+// into it: a conversion copies every field of its object, and a field
+// forgotten is lost without an error. One line a step, written into the
+// TODO as comment lines.
+var Steps = map[string]map[string][]string{
+	"A3": {
+		"Logger.ConvertTo": {
+			"Fill dst, the v2 Logger in dstRaw (dstRaw.(*v2.Logger)), from src:",
+			"1. metadata: a deep copy of src's ObjectMeta (DeepCopyInto);",
+			"2. spec: name; replicas through copyInt32 (dst must not share",
+			"   src's pointer); interval: intervalOf(timeInterval), or the",
+			"   IntervalAnnotation when it still describes timeInterval",
+			"   (v2.ParseInterval accepts it and seconds of it is timeInterval);",
+			"3. the IntervalAnnotation is not carried to v2, and an annotation",
+			"   map left empty by its removal becomes nil again;",
+			"4. status: state, observedGeneration, and a deep copy of the",
+			"   conditions.",
+		},
+		"Logger.ConvertFrom": {
+			"Fill dst from src, the v2 Logger in srcRaw (srcRaw.(*v2.Logger)):",
+			"1. read spec.interval with v2.ParseInterval; on error return it,",
+			"   prefixed \"Logger <namespace>/<name>: \";",
+			"2. metadata: a deep copy of src's ObjectMeta;",
+			"3. spec: name; replicas through copyInt32; timeInterval: seconds",
+			"   of the interval;",
+			"4. IntervalAnnotation: spec.interval when intervalOf(timeInterval)",
+			"   does not give it back exactly; else none, not even one that",
+			"   came with the metadata, and no empty annotation map;",
+			"5. status: state, observedGeneration, and a deep copy of the",
+			"   conditions.",
+		},
+	},
 }
 
 func main() {
 	dest := flag.String("dest", "", "where to write the copy (default workspace/<stage folder>)")
 	only := flag.String("only", "", "cut only this function")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: go run ./labs/exercise [-dest DIR] [-only NAME] N   (N from 2 to 6, or A1)")
+		fmt.Fprintln(os.Stderr, "usage: go run ./labs/exercise [-dest DIR] [-only NAME] N   (N from 2 to 6, or A1 to A3)")
 	}
 	flag.Parse()
 	if err := run(flag.Args(), *dest, *only); err != nil {
@@ -104,7 +143,7 @@ func run(args []string, dest, only string) error {
 	} else {
 		n, err := strconv.Atoi(strings.TrimLeft(args[0], "0"))
 		if err != nil || Concept[n] == nil {
-			return fmt.Errorf("exercises exist for stages 2 to 6 and modules A1 and A2, not %q (stage 1 has no Go code)", args[0])
+			return fmt.Errorf("exercises exist for stages 2 to 6 and modules A1 to A3, not %q (stage 1 has no Go code)", args[0])
 		}
 		if stage, err = stageDir(n); err != nil {
 			return err
@@ -301,8 +340,8 @@ func rewrite(src []byte, path, oldPath, newPath string, n string, cut []string, 
 			if lab := labFile(n); lab != "" {
 				where = lab + ", section Exercise,"
 			}
-			body := fmt.Sprintf("{\n\t// TODO(lab %s): write %s. The comment above says what it does;\n\t// %s says how.\n%s\tpanic(%q)\n}",
-				n, name, where, importsHint(fn, dropped, hinted), fmt.Sprintf("TODO(lab %s): write %s", n, name))
+			body := fmt.Sprintf("{\n\t// TODO(lab %s): write %s. The comment above says what it does;\n\t// %s says how.\n%s%s\tpanic(%q)\n}",
+				n, name, where, steps(n, name), importsHint(fn, dropped, hinted), fmt.Sprintf("TODO(lab %s): write %s", n, name))
 			edits = append(edits, edit{fset.Position(fn.Body.Lbrace).Offset, fset.Position(fn.Body.Rbrace).Offset + 1, body})
 		}
 	}
@@ -379,6 +418,16 @@ func importsHint(fn *ast.FuncDecl, dropped map[string]string, hinted map[string]
 	}
 	sort.Strings(lines)
 	return "\t// The code that was here used these imports, which this file no\n\t// longer has (Go refuses an unused import): add them back.\n" + strings.Join(lines, "")
+}
+
+// steps is the comment lines of the TODO of function name in exercise n
+// that say what to write (Steps), or "" when its doc comment is enough.
+func steps(n, name string) string {
+	var b strings.Builder
+	for _, line := range Steps[n][name] {
+		b.WriteString("\t// " + line + "\n")
+	}
+	return b.String()
 }
 
 // packagesUsed is the set of identifiers that n uses as the X of X.Sel:

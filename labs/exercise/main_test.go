@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,79 @@ func TestConceptFunctions(t *testing.T) {
 		}
 		if !strings.Contains(string(src), fmt.Sprintf("panic(\"TODO(lab %d): write %s\")", n, funcs[0])) {
 			t.Errorf("stage %d: %s was not replaced by a TODO in %s", n, funcs[0], found[funcs[0]])
+		}
+	}
+}
+
+// The same for the day-two modules with Go of their own; a module's lab may
+// come after its exercise, and is checked once it is there. The copy keeps
+// the unit tests of the packages with a TODO only, and a function with
+// Steps has them in its TODO.
+func TestModuleFunctions(t *testing.T) {
+	t.Chdir(filepath.Join("..", ".."))
+	for id, funcs := range Modules {
+		dirs, _ := filepath.Glob(filepath.Join("advanced", id+"-*"))
+		if len(dirs) != 1 {
+			t.Fatalf("module %s: folders %v", id, dirs)
+		}
+		dest := filepath.Join(t.TempDir(), filepath.Base(dirs[0]))
+		found, err := Copy(dirs[0], dest, id, funcs)
+		if err != nil {
+			t.Errorf("module %s: %v", id, err)
+			continue
+		}
+		for _, f := range funcs {
+			src, err := os.ReadFile(filepath.Join(dest, found[f]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(src), fmt.Sprintf("panic(\"TODO(lab %s): write %s\")", id, f)) {
+				t.Errorf("module %s: %s was not replaced by a TODO in %s", id, f, found[f])
+			}
+			for _, step := range Steps[id][f] {
+				if !strings.Contains(string(src), "\t// "+step+"\n") {
+					t.Errorf("module %s: the TODO of %s lacks the step %q", id, f, step)
+				}
+			}
+		}
+		err = filepath.WalkDir(dest, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			rel, _ := filepath.Rel(dest, filepath.Dir(path))
+			for _, file := range found {
+				if filepath.Dir(file) == rel {
+					return nil
+				}
+			}
+			t.Errorf("module %s: the copy keeps %s, in a package with nothing to write", id, path)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		labs, _ := filepath.Glob("labs/" + id + "-*.md")
+		if len(labs) == 0 {
+			t.Logf("module %s has no lab yet to name its functions", id)
+			continue
+		}
+		b, err := os.ReadFile(labs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, exercise, _ := strings.Cut(string(b), "\n## Exercise\n")
+		for _, f := range funcs {
+			if !strings.Contains(exercise, "`"+f+"`") {
+				t.Errorf("%s: the Exercise section does not name `%s` (in %s), which make exercise-%s cuts out", labs[0], f, found[f], id)
+			}
+		}
+	}
+	// Steps name functions the exercises cut.
+	for id, steps := range Steps {
+		for f := range steps {
+			if !contains(Modules[id], f) {
+				t.Errorf("Steps[%q] has %s, which Modules[%q] does not cut", id, f, id)
+			}
 		}
 	}
 }
