@@ -45,7 +45,7 @@ case "$n" in
 5 | 6 | A*) export LAB_OPERATOR_ARGS="--zap-time-encoding=rfc3339nano" ;;
 esac
 say "make lab-$n, with the operator's requests and watch events recorded (${record#"$ROOT"/})"
-# A module whose lab needs more than labs/lab.sh (A2: a webhook's
+# A module whose lab needs more than labs/lab.sh (A2, A3: a webhook's
 # certificate and configurations) has a lab script of its own.
 lab=("$ROOT/labs/lab.sh" lab "$n")
 for own in "$ROOT"/advanced/"$nn"-*/hack/lab.sh; do

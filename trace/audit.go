@@ -72,7 +72,7 @@ func AuditHops(events []auditv1.Event, o Object, recorded bool) []Hop {
 			continue
 		}
 		h := Hop{Time: e.RequestReceivedTimestamp.Time, From: from, To: APIServer, Verb: verb,
-			Resource: resource, Name: ref.Name, Via: via}
+			Resource: resource, Name: ref.Name, Version: versionOf(e, o), Via: via}
 		if e.ResponseStatus != nil {
 			h.Code = int(e.ResponseStatus.Code)
 		}
@@ -82,6 +82,28 @@ func AuditHops(events []auditv1.Event, o Object, recorded bool) []Hop {
 			if note := admissionNote(e.Annotations); note != "" {
 				out = append(out, Hop{Time: h.Time, From: APIServer, To: APIServer, Verb: note})
 			}
+		}
+	}
+	return out
+}
+
+// versionOf is the API version of a request to the object's own kind
+// ("v1"), else "".
+func versionOf(e auditv1.Event, o Object) string {
+	if e.ObjectRef.Resource != o.Resource {
+		return ""
+	}
+	return e.ObjectRef.APIVersion
+}
+
+// AuditVersions maps the audit ID of each request to the object's kind to
+// the API version it was sent in, for the operator's recorded requests,
+// which carry the ID but not the version.
+func AuditVersions(events []auditv1.Event, o Object) map[string]string {
+	out := map[string]string{}
+	for _, e := range events {
+		if v := versionOf(e, o); v != "" {
+			out[string(e.AuditID)] = v
 		}
 	}
 	return out

@@ -26,7 +26,7 @@ const (
 	Watch     = "watch"   // the operator's watch, informer or cache
 	Queue     = "queue"   // its workqueue (04 to 06)
 	Worker    = "worker"  // its sync, handlers, workers or Reconcile
-	Webhook   = "webhook" // an admission webhook it serves (module A2)
+	Webhook   = "webhook" // an admission or conversion webhook it serves (modules A2, A3)
 	KCM       = "kcm"
 	GC        = "gc"
 	Scheduler = "scheduler"
@@ -45,8 +45,11 @@ type Hop struct {
 	Verb     string
 	Resource string // "loggers", "loggers/status"; "" for a step or note
 	Name     string
-	Code     int    // the answer's HTTP code; 0 when not known
-	RV       string // resourceVersion, where the source knows it
+	// Version is the API version a request to the traced object was sent
+	// in ("v1"), where the object's kind has two (Stage.Converts); else "".
+	Version string
+	Code    int    // the answer's HTTP code; 0 when not known
+	RV      string // resourceVersion, where the source knows it
 	// Stored: a write the API server answered with success, so it stored the
 	// change in etcd first (inferred: etcd is not watched).
 	Stored bool
@@ -82,6 +85,9 @@ func (h Hop) What() string {
 		case h.Name != "":
 			b.WriteString(" " + h.Name)
 		}
+	}
+	if h.Version != "" {
+		b.WriteString(" (" + h.Version + ")")
 	}
 	if h.Via != "" {
 		b.WriteString(" [" + h.Via + "]")

@@ -17,9 +17,10 @@ import (
 var kindResource = map[string]string{"Logger": "loggers", "FlightTicket": "flighttickets"}
 
 // Manifest returns what the trace applies for o: the sample of that kind and
-// name in samplesDir, or else the object as it is in the cluster now, with
-// what the API server and the operator added taken away.
-func Manifest(ctx context.Context, samplesDir, kubeconfig string, o Object) ([]byte, error) {
+// name in samplesDir, or else the object as it is in the cluster now (read
+// in the version the stage stores it in), with what the API server and the
+// operator added taken away.
+func Manifest(ctx context.Context, samplesDir, kubeconfig string, stage Stage, o Object) ([]byte, error) {
 	files, _ := filepath.Glob(filepath.Join(samplesDir, "*.yaml"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -40,7 +41,7 @@ func Manifest(ctx context.Context, samplesDir, kubeconfig string, o Object) ([]b
 	if err != nil {
 		return nil, err
 	}
-	u, err := c.Resource(gvrs[o.Resource]).Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	u, err := c.Resource(stage.gvr(o.Resource)).Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("OBJ=%s: there is no such object in the cluster and no sample of that name in %s; create it first (kubectl apply -f your.yaml), then trace it", o, samplesDir)
 	}

@@ -63,6 +63,10 @@ func LogHops(b []byte, o Object, day time.Time, handoff string) []Hop {
 			out = append(out, hops...)
 			continue
 		}
+		if hops := conversionHops(line, o); hops != nil {
+			out = append(out, hops...)
+			continue
+		}
 		if h, ok := zapHop(line, o); ok {
 			out = append(out, h)
 		}
@@ -97,6 +101,39 @@ func webhookHops(line string, o Object) []Hop {
 	}
 	return []Hop{
 		{Time: t, From: APIServer, To: Webhook, Verb: "AdmissionReview " + f.Operation + " " + o.Resource + "/" + o.Name + " (" + f.Webhook + ")"},
+		{Time: t.Add(time.Nanosecond), From: Webhook, To: APIServer, Verb: answer},
+	}
+}
+
+// conversionHops reads a line the conversion webhook served by the operator
+// logs for each object of a ConversionReview (module A3: "conversion", with
+// the fields from, to, converted and, when it failed, reason), when the
+// object is the traced one, as the API server's call and the webhook's
+// answer. As with webhookHops, both carry the line's time: the answer's.
+func conversionHops(line string, o Object) []Hop {
+	parts := strings.Split(line, "\t")
+	if len(parts) < 4 || parts[len(parts)-2] != "conversion" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, parts[0])
+	if err != nil {
+		return nil
+	}
+	var f struct {
+		Namespace, Name, From, To, Reason string
+		Converted                         bool
+	}
+	if json.Unmarshal([]byte(parts[len(parts)-1]), &f) != nil || f.From == "" || f.Namespace != o.Namespace || f.Name != o.Name {
+		return nil
+	}
+	// A failed conversion fails the request that needed it; the API
+	// server's error says the webhook failed, and so does the trace.
+	answer := "converted"
+	if !f.Converted {
+		answer = "failed: " + f.Reason
+	}
+	return []Hop{
+		{Time: t, From: APIServer, To: Webhook, Verb: "ConversionReview " + o.Resource + "/" + o.Name + " " + f.From + " → " + f.To},
 		{Time: t.Add(time.Nanosecond), From: Webhook, To: APIServer, Verb: answer},
 	}
 }

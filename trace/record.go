@@ -25,8 +25,9 @@ func ParseRecord(b []byte) []apicount.Hop {
 
 // RecordHops turns the operator's recording into hops: its requests (a LIST
 // or WATCH from its watch or cache, the rest from its worker), and the watch
-// events it received, for the object's life.
-func RecordHops(rec []apicount.Hop, o Object) []Hop {
+// events it received, for the object's life. versions (AuditVersions) gives
+// a request its API version by its audit ID; it may be nil.
+func RecordHops(rec []apicount.Hop, o Object, versions map[string]string) []Hop {
 	var out []Hop
 	for _, r := range rec {
 		related := o.Related(r.Resource, r.Namespace, r.Name)
@@ -45,7 +46,7 @@ func RecordHops(rec []apicount.Hop, o Object) []Hop {
 				verb += " (failed: " + r.Error + ")"
 			}
 			out = append(out, Hop{Time: r.Time, From: from, To: APIServer, Verb: verb, Resource: r.Resource,
-				Name: r.Name, Code: r.Code, RV: r.ResourceVersion, Stored: apicount.Key{Verb: r.Verb}.IsWrite() && r.Code >= 200 && r.Code < 300})
+				Name: r.Name, Version: versions[r.AuditID], Code: r.Code, RV: r.ResourceVersion, Stored: apicount.Key{Verb: r.Verb}.IsWrite() && r.Code >= 200 && r.Code < 300})
 		case "event":
 			if !related || r.Verb == "BOOKMARK" {
 				continue

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -19,9 +20,10 @@ import (
 )
 
 // Tracer runs one trace: it removes the object if it exists, starts
-// reading the sources, applies the object with kubectl, waits until it has
-// converged and nothing more happens to it, and on request deletes it and
-// waits again.
+// reading the sources, applies the object with kubectl, and waits until it
+// has converged and nothing more happens to it; where the object's kind has
+// two versions, it has kubectl read it in the one it is not stored in and
+// waits again; on request it deletes it and waits again.
 type Tracer struct {
 	Stage      Stage
 	Object     Object
@@ -42,8 +44,9 @@ type Tracer struct {
 	// Progress, when set, hears what the tracer is waiting for.
 	Progress func(string)
 
-	client  dynamic.Interface
-	offsets [3]int64
+	client   dynamic.Interface
+	offsets  [3]int64
+	cacheDir string // kubectl's --cache-dir
 }
 
 var gvrs = map[string]schema.GroupVersionResource{
@@ -63,6 +66,17 @@ func (t *Tracer) Run(ctx context.Context) (Timeline, error) {
 	if err := t.connect(); err != nil {
 		return Timeline{}, err
 	}
+	// kubectl keeps what discovery said for 6 hours, per server address
+	// (k8s.io/cli-runtime's ConfigFlags), so after a CRD has gained or lost
+	// a version, "kubectl delete loggers" could be sent to a version the
+	// API server serves no more (module A3's Logger: v2 comes and goes
+	// with its lab). The trace's kubectl asks afresh.
+	dir, err := os.MkdirTemp("", "trace-kubectl-cache-")
+	if err != nil {
+		return Timeline{}, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary folder: nothing to report
+	t.cacheDir = dir
 	if t.Quiet == 0 {
 		t.Quiet = 2 * time.Second
 	}
@@ -91,6 +105,11 @@ func (t *Tracer) Run(ctx context.Context) (Timeline, error) {
 	if err := t.settle(ctx, start); err != nil {
 		return Timeline{}, err
 	}
+	if t.Stage.Converts(t.Object) {
+		if err := t.readOther(ctx, start); err != nil {
+			return Timeline{}, err
+		}
+	}
 	if t.Delete {
 		cascade := t.Cascade
 		if cascade == "" {
@@ -113,6 +132,34 @@ func (t *Tracer) Run(ctx context.Context) (Timeline, error) {
 	}
 	return Build(t.Stage, t.Object, start, time.Now(), hops...), nil
 }
+
+// readOther has kubectl get the object in the version it is not stored in
+// (module A3: v1, stored as v2), and waits until that has settled. A GET
+// without a resourceVersion, as kubectl's, is served from etcd, not from the
+// watch cache (k8s.io/apiserver's CacheDelegator.Get): the API server decodes
+// the stored object and converts it, through the webhook, each time.
+func (t *Tracer) readOther(ctx context.Context, start time.Time) error {
+	gvr := t.gvr(t.Object.Resource)
+	res := t.Object.Resource + "." + t.Stage.LoggerOther + "." + gvr.Group
+	t.say("kubectl get %s %s (stored in %s, read in %s)", res, t.Object.Name, t.Stage.LoggerStored, t.Stage.LoggerOther)
+	if err := t.kubectl(nil, "get", "-n", t.Object.Namespace, res, t.Object.Name); err != nil {
+		return err
+	}
+	return t.settle(ctx, start)
+}
+
+// gvr is the resource the trace reads and deletes through: a Logger in the
+// version it is stored in, where it has two, so that the trace's own
+// requests need no conversion.
+func (s Stage) gvr(resource string) schema.GroupVersionResource {
+	g := gvrs[resource]
+	if resource == "loggers" && s.LoggerStored != "" {
+		g.Version = s.LoggerStored
+	}
+	return g
+}
+
+func (t *Tracer) gvr(resource string) schema.GroupVersionResource { return t.Stage.gvr(resource) }
 
 // mark makes the sources' present ends the start of what collect reads.
 func (t *Tracer) mark() error {
@@ -141,7 +188,7 @@ func (t *Tracer) connect() error {
 }
 
 func (t *Tracer) kubectl(stdin []byte, args ...string) error {
-	cmd := exec.Command(t.Kubectl, append([]string{"--kubeconfig", t.Kubeconfig}, args...)...)
+	cmd := exec.Command(t.Kubectl, append([]string{"--kubeconfig", t.Kubeconfig, "--cache-dir", t.cacheDir}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &out
 	if err := cmd.Run(); err != nil {
@@ -161,7 +208,7 @@ func (t *Tracer) poll(ctx context.Context, timeout time.Duration, what string, c
 }
 
 func (t *Tracer) get(ctx context.Context, resource, name string) (*unstructured.Unstructured, error) {
-	return t.client.Resource(gvrs[resource]).Namespace(t.Object.Namespace).Get(ctx, name, metav1.GetOptions{})
+	return t.client.Resource(t.gvr(resource)).Namespace(t.Object.Namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 // remove deletes the object if it exists and waits until it and what it
@@ -175,7 +222,7 @@ func (t *Tracer) remove(ctx context.Context, why string) (bool, error) {
 		return false, err
 	}
 	t.say("%s exists: %s", t.Object, why)
-	err = t.client.Resource(gvrs[t.Object.Resource]).Namespace(t.Object.Namespace).Delete(ctx, t.Object.Name, metav1.DeleteOptions{})
+	err = t.client.Resource(t.gvr(t.Object.Resource)).Namespace(t.Object.Namespace).Delete(ctx, t.Object.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return true, err
 	}
@@ -198,7 +245,7 @@ func (t *Tracer) releaseForeignFinalizers(ctx context.Context) error {
 		return client(err)
 	}
 	t.say("%s waits for finalizers %v, which no operator of stage %s removes: removing them by hand", t.Object, u.GetFinalizers(), t.Stage.Dir)
-	_, err = t.client.Resource(gvrs[t.Object.Resource]).Namespace(t.Object.Namespace).Patch(ctx, t.Object.Name,
+	_, err = t.client.Resource(t.gvr(t.Object.Resource)).Namespace(t.Object.Namespace).Patch(ctx, t.Object.Name,
 		types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	return client(err)
 }
@@ -311,8 +358,9 @@ func (t *Tracer) collect(start time.Time) ([][]Hop, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, AuditHops(ParseAudit(audit), t.Object, t.Record != nil))
-	out = append(out, RecordHops(ParseRecord(rec), t.Object))
+	events := ParseAudit(audit)
+	out = append(out, AuditHops(events, t.Object, t.Record != nil))
+	out = append(out, RecordHops(ParseRecord(rec), t.Object, AuditVersions(events, t.Object)))
 	handoff := t.Stage.Handoff
 	if handoff == "" {
 		handoff = Worker

@@ -22,6 +22,12 @@ type Stage struct {
 	// Handoff is where the operator's log says an event goes: the sync (02),
 	// the event handlers (03), the queue (04). Stages 05 and 06 do not say.
 	Handoff string
+	// LoggerStored and LoggerOther are the Logger's two versions where it
+	// has two (module A3: stored as v2, served as v1 too, converted by the
+	// operator's webhook); empty where it has one. The trace reads Loggers
+	// in LoggerStored, so that its own reads need no conversion, and has
+	// kubectl read the traced Logger in LoggerOther, which needs one.
+	LoggerStored, LoggerOther string
 }
 
 // Stages are the course's stages, 1 to 6, then the day-two modules.
@@ -34,7 +40,13 @@ var Stages = []Stage{
 	{Number: 6, ID: "6", Dir: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
 	{Number: 6, ID: "A1", Dir: "advanced/A1-admission-policies", Operator: "06-status-and-owners", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
 	{Number: 6, ID: "A2", Dir: "advanced/A2-admission-webhook", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile"},
+	{Number: 6, ID: "A3", Dir: "advanced/A3-api-versions", Watch: "Manager cache", Queue: "queue of keys", Worker: "Reconcile",
+		LoggerStored: "v2", LoggerOther: "v1"},
 }
+
+// Converts reports whether the stage's operator converts o between two
+// versions: a Logger, where the Logger has two.
+func (s Stage) Converts(o Object) bool { return o.IsLogger() && s.LoggerStored != "" }
 
 // OperatorDir is the folder whose operator runs for the stage.
 func (s Stage) OperatorDir() string {

@@ -22,6 +22,12 @@ func Build(stage Stage, o Object, start, end time.Time, sources ...[]Hop) Timeli
 	for _, s := range sources {
 		all = append(all, inWindow(s, start, end)...)
 	}
+	if !stage.Converts(o) {
+		// One version: naming it says nothing.
+		for i := range all {
+			all[i].Version = ""
+		}
+	}
 	// Stable: hops with the same time keep their source's order.
 	at := handedOverAt(all)
 	sort.SliceStable(all, func(i, j int) bool { return at(all[i]).Before(at(all[j])) })
@@ -106,6 +112,6 @@ func Fold(hops []Hop) []Hop {
 }
 
 func sameKind(a, b Hop) bool {
-	return a.From == b.From && a.To == b.To && a.Verb == b.Verb && a.Resource == b.Resource &&
+	return a.From == b.From && a.To == b.To && a.Verb == b.Verb && a.Resource == b.Resource && a.Version == b.Version &&
 		a.Code == b.Code && a.Stored == b.Stored && a.Via == b.Via && !a.IsNote()
 }

@@ -28,8 +28,10 @@ func TestAuditHops(t *testing.T) {
 		}
 		return out
 	}
+	// (The version of a request to a Logger is the audit log's; Build
+	// leaves it out where the Logger has one, as here.)
 	want := []string{
-		"kubectl CREATE loggers audit → 201",
+		"kubectl CREATE loggers audit (v1) → 201",
 		"kcm CREATE pods [replicaset] → 201",
 		"gc DELETE deployments logger-audit → 200",
 	}
@@ -187,10 +189,79 @@ func TestAdmissionNote(t *testing.T) {
 		got = append(got, h.From+" "+h.To+" "+h.What())
 	}
 	want := []string{
-		"kubectl apiserver CREATE loggers audit → 201",
+		"kubectl apiserver CREATE loggers audit (v1) → 201",
 		"apiserver apiserver admission, logger-replicas/replicas: 1 (cap none)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("hops:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestConversionHops: module A3's conversion webhook logs a line per object
+// it converts; the traced object's become the API server's call and the
+// webhook's answer, converted or failed. The admission lines of the same
+// log, other objects' conversions, and a reconcile's lines are not
+// conversions.
+func TestConversionHops(t *testing.T) {
+	log := "2026-11-26T16:45:51.100000001Z\tINFO\tconversion-webhook\tconversion\t" +
+		`{"namespace": "lab", "name": "audit", "from": "example.com/v2", "to": "example.com/v1", "converted": true}` + "\n" +
+		"2026-11-26T16:45:51.2Z\tINFO\tconversion-webhook\tconversion\t" +
+		`{"namespace": "lab", "name": "heartbeat", "from": "example.com/v2", "to": "example.com/v1", "converted": true}` + "\n" +
+		"2026-11-26T16:45:51.3Z\tINFO\tconversion-webhook\tconversion\t" +
+		`{"namespace": "lab", "name": "audit", "from": "example.com/v1", "to": "example.com/v2", "converted": false, "reason": "spec.timeInterval: must be at least 1"}` + "\n" +
+		"2026-11-26T16:45:51.4Z\tINFO\tlogger-webhook\tadmission allowed\t" +
+		`{"namespace": "lab", "name": "audit", "webhook": "mutate", "operation": "CREATE", "allowed": true}` + "\n"
+	var got []string
+	for _, h := range LogHops([]byte(log), audit, time.Now(), Worker) {
+		got = append(got, h.From+" → "+h.To+" "+h.What())
+	}
+	want := []string{
+		"apiserver → webhook ConversionReview loggers/audit example.com/v2 → example.com/v1",
+		"webhook → apiserver converted",
+		"apiserver → webhook ConversionReview loggers/audit example.com/v1 → example.com/v2",
+		"webhook → apiserver failed: spec.timeInterval: must be at least 1",
+		"apiserver → webhook AdmissionReview CREATE loggers/audit (mutate)",
+		"webhook → apiserver allowed",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("hops:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestVersions: where the Logger has two versions (A3), a request to the
+// traced Logger names the version it was sent in, from the audit log, or
+// for the operator's recorded requests through their audit ID; elsewhere,
+// and for a ticket, no version is named. Runs of requests in different
+// versions are not folded.
+func TestVersions(t *testing.T) {
+	a3, ok := StageID("a3")
+	if !ok || a3.Dir != "advanced/A3-api-versions" || !a3.Converts(audit) || a3.Converts(Object{Resource: "flighttickets"}) {
+		t.Fatalf("StageID(a3) = %+v, %v", a3, ok)
+	}
+	if g := a3.gvr("loggers"); g.Version != "v2" {
+		t.Errorf("the trace reads A3's Loggers in %s, want the stored version, v2", g.Version)
+	}
+	events := ParseAudit([]byte(strings.Join([]string{
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"k1","stage":"ResponseComplete","verb":"get","user":{"username":"kwok-admin"},"userAgent":"kubectl/v1.36.3","objectRef":{"resource":"loggers","namespace":"lab","name":"audit","apiGroup":"example.com","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-24T23:00:00.001000Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"k2","stage":"ResponseComplete","verb":"get","user":{"username":"kwok-admin"},"userAgent":"kubectl/v1.36.3","objectRef":{"resource":"loggers","namespace":"lab","name":"audit","apiGroup":"example.com","apiVersion":"v2"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-24T23:00:00.002000Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"op1","stage":"ResponseComplete","verb":"patch","user":{"username":"kwok-admin"},"userAgent":"operator-flow/A3-api-versions","objectRef":{"resource":"loggers","namespace":"lab","name":"audit","subresource":"status","apiGroup":"example.com","apiVersion":"v2"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-24T23:00:00.003000Z"}`,
+	}, "\n")))
+	rec := ParseRecord([]byte(`{"time":"2026-11-24T23:00:00.003Z","kind":"request","verb":"PATCH","resource":"loggers/status","namespace":"lab","name":"audit","code":200,"resourceVersion":"7","auditID":"op1"}`))
+	hops := [][]Hop{AuditHops(events, audit, true), RecordHops(rec, audit, AuditVersions(events, audit))}
+	what := func(tl Timeline) string {
+		var out []string
+		for _, h := range tl.Hops {
+			out = append(out, h.What())
+		}
+		return strings.Join(out, "\n")
+	}
+	want := "GET loggers audit (v1) → 200\nGET loggers audit (v2) → 200\nPATCH loggers/status audit (v2) → 200 rv 7"
+	if got := what(Build(a3, audit, at(0), at(10), hops...)); got != want {
+		t.Errorf("on A3:\n%s\nwant:\n%s", got, want)
+	}
+	six, _ := StageNumber(6)
+	want = "GET loggers audit → 200 ×2\nPATCH loggers/status audit → 200 rv 7"
+	if got := what(Build(six, audit, at(0), at(10), hops...)); got != want {
+		t.Errorf("on 06:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	stageID := flag.String("stage", "", "the stage whose operator runs (1 to 6), or a day-two module (A1, A2)")
+	stageID := flag.String("stage", "", "the stage whose operator runs (1 to 6), or a day-two module (A1, A2, A3)")
 	obj := flag.String("obj", "logger/lab/audit", "the object: kind/namespace/name")
 	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig")
 	root := flag.String("root", ".", "the repository's root")
@@ -30,14 +30,14 @@ func main() {
 	}
 	stage, ok := trace.StageID(*stageID)
 	if !ok {
-		fail(fmt.Errorf("--stage %q: stages are 1 to 6, day-two modules A1, A2", *stageID))
+		fail(fmt.Errorf("--stage %q: stages are 1 to 6, day-two modules A1, A2, A3", *stageID))
 	}
 	o, err := trace.ParseObject(*obj)
 	if err != nil {
 		fail(err)
 	}
 	ctx := context.Background()
-	manifest, err := trace.Manifest(ctx, filepath.Join(*root, "01-crd-yaml", "samples"), *kubeconfig, o)
+	manifest, err := trace.Manifest(ctx, filepath.Join(*root, "01-crd-yaml", "samples"), *kubeconfig, stage, o)
 	if err != nil {
 		fail(err)
 	}
