@@ -16,10 +16,12 @@ import (
 // A lab's hand-drawn sequence diagrams are checked against the traces of its
 // stage. Every arrow to kube-apiserver names its request as
 // "VERB resource/name[/subresource]" (HTTP verbs: POST, PUT, PATCH, GET,
-// DELETE, or LIST and WATCH), so that:
+// DELETE, or LIST and WATCH), then, where the Logger has two versions, may
+// name the version as the trace does: "GET loggers/audit (v1)". So that:
 //
 //   - each request drawn is in the traces, sent by the same kind of client
-//     (kubectl, the operator, the garbage collector), in the order drawn;
+//     (kubectl, the operator, the garbage collector), in the order drawn,
+//     in the version drawn if one is;
 //     LIST and WATCH, which an operator sends when it starts, before any
 //     trace, are looked for in its recording from its start; an Event, which
 //     the recorder sends in the background, only needs to be there;
@@ -33,12 +35,31 @@ import (
 type diagramArrow struct {
 	line, from, verb string
 	resources        []string // "loggers", "loggers/status"
+	version          string   // of the first resource: "v1", or "" when the arrow names none
+}
+
+// drawnHop is a request a diagram draws, as a pattern for the trace's hops.
+type drawnHop struct {
+	hop
+	version string
+}
+
+func (d drawnHop) matches(h trace.Hop) bool {
+	return d.hop.matches(h) && (d.version == "" || d.version == h.Version)
+}
+
+func (d drawnHop) String() string {
+	if d.version == "" {
+		return d.hop.String()
+	}
+	return d.hop.String() + " (" + d.version + ")"
 }
 
 var (
 	participantLine = regexp.MustCompile(`^\s*(?:participant|actor)\s+(\w+)(?:\s+as\s+(.*))?$`)
 	arrowLine       = regexp.MustCompile(`^\s*(\w+)\s*(?:->>|-->>|->|-->|-x|--x|-\)|--\))\s*(\w+)\s*:\s*(.*)$`)
 	requestText     = regexp.MustCompile(`^(POST|PUT|PATCH|GET|DELETE|LIST|WATCH)\s+(.*)$`)
+	drawnVersion    = regexp.MustCompile(`^\S+\s+\((v\d+\w*)\)`)
 	mermaidBlock    = regexp.MustCompile("(?s)```mermaid\n(.*?)```")
 )
 
@@ -98,6 +119,9 @@ func labArrows(id string) (string, []diagramArrow, error) {
 				return name, nil, fmt.Errorf("%s: %q: an arrow to kube-apiserver starts with its request (VERB resource/name), so that it can be checked against the trace", name, strings.TrimSpace(line))
 			}
 			a := diagramArrow{line: strings.TrimSpace(line), from: from, verb: req[1]}
+			if v := drawnVersion.FindStringSubmatch(req[2]); v != nil {
+				a.version = v[1]
+			}
 			if v, ok := verbs[a.verb]; ok {
 				a.verb = v
 			}
@@ -139,10 +163,10 @@ func checkLabDiagram(t *testing.T, id string, tr traced) {
 		}
 		return &tr.logger
 	}
-	ordered := map[*trace.Timeline][]hop{}
+	ordered := map[*trace.Timeline][]drawnHop{}
 	drawn := map[string]bool{}
 	for _, a := range arrows {
-		for _, res := range a.resources {
+		for i, res := range a.resources {
 			p := hop{a.from, trace.APIServer, a.verb, res}
 			drawn[a.verb+" "+res] = true
 			switch {
@@ -157,8 +181,12 @@ func checkLabDiagram(t *testing.T, id string, tr traced) {
 				}
 			default:
 				tl := timelineOf(res)
-				if seq := ordered[tl]; len(seq) == 0 || seq[len(seq)-1] != p {
-					ordered[tl] = append(seq, p)
+				d := drawnHop{hop: p}
+				if i == 0 {
+					d.version = a.version
+				}
+				if seq := ordered[tl]; len(seq) == 0 || seq[len(seq)-1] != d {
+					ordered[tl] = append(seq, d)
 				}
 			}
 		}
@@ -190,7 +218,7 @@ func recorded(tr traced, verb, res string) bool {
 	return false
 }
 
-func inOrderQuiet(tl trace.Timeline, pats []hop) bool {
+func inOrderQuiet(tl trace.Timeline, pats []drawnHop) bool {
 	i := 0
 	for _, p := range pats {
 		for i < len(tl.Hops) && !p.matches(tl.Hops[i]) {
@@ -223,7 +251,7 @@ func TestLabDiagramsParse(t *testing.T) {
 			continue
 		}
 		for _, a := range arrows {
-			t.Logf("%s: %s %s %v", name, a.from, a.verb, a.resources)
+			t.Logf("%s: %s %s %v %s", name, a.from, a.verb, a.resources, a.version)
 		}
 	}
 }

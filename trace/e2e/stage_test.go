@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -84,6 +87,9 @@ func traceStage(t *testing.T, ctx context.Context, cfg *envconf.Config, stage tr
 		t.Fatalf("installing stage %s's CRDs: %v", stage.Dir, err)
 	}
 	installAdmission(t, ctx, c, stage.Dir)
+	if stage.LoggerStored != "" {
+		removeLoggerCRD(t, c)
+	}
 	ns := c.Namespace(t, "trace-"+strings.ToLower(stage.ID))
 	audit, err := trace.AuditLog(harness.RepoPath(), cfg.KubeconfigFile())
 	if err != nil {
@@ -155,6 +161,39 @@ func webhookFor(t *testing.T, cfg *envconf.Config, stage trace.Stage, ns string)
 	run("--namespace", ns, "--cert-dir", certs, "--port", strconv.Itoa(port), "--failure-policy", "Fail")
 	t.Cleanup(func() { run("--delete") })
 	return []string{"--webhook-bind-address=127.0.0.1:" + strconv.Itoa(port), "--webhook-cert-dir=" + certs}
+}
+
+// removeLoggerCRD deletes the Logger CRD when the test ends, after the
+// operator has stopped (call it before the operator starts: cleanups run
+// last first), and waits until it is gone: a Logger CRD that lists
+// v2 in status.storedVersions cannot be replaced by the v1-only CRD the
+// stages and the next packages install (the API server refuses a CRD whose
+// versions leave out a stored one). The conversion goes to None
+// first: deleting the CRD deletes every Logger left in the cluster, which
+// the API server reads to do so, and no webhook answers any more.
+func removeLoggerCRD(t *testing.T, c *harness.Clients) {
+	t.Helper()
+	crds := c.Dynamic.Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+	const name = "loggers.example.com"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, err := crds.Patch(ctx, name, types.JSONPatchType,
+			[]byte(`[{"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}}]`), metav1.PatchOptions{})
+		if err == nil {
+			err = crds.Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the Logger CRD: %v", err)
+			return
+		}
+		harness.Eventually(t, 2*time.Minute, "the Logger CRD to be gone", func(ctx context.Context) (bool, string, error) {
+			_, err := crds.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, "", nil
+			}
+			return false, "the CRD is still there", err
+		})
+	})
 }
 
 // installAdmission installs a module's admission policies, as make lab-A1
