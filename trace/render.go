@@ -68,9 +68,10 @@ func pad(s string, n int) string {
 }
 
 // Mermaid is the trace as a Mermaid sequenceDiagram. Requests are solid
-// arrows, watch events dashed (as the labs draw them), a write the API server
-// stored is followed by its store in etcd (inferred), and the operator's log
-// lines are notes.
+// arrows, and so are the API server's calls to a webhook; watch events and a
+// webhook's answers are dashed (as the labs draw them); a write the API
+// server stored is followed by its store in etcd (inferred), and the
+// operator's log lines are notes.
 func (tl Timeline) Mermaid() string {
 	var b strings.Builder
 	b.WriteString("sequenceDiagram\n")
@@ -90,7 +91,7 @@ func (tl Timeline) Mermaid() string {
 		switch {
 		case h.IsNote():
 			fmt.Fprintf(&b, "    Note over %s: %s\n", alias[h.From], text)
-		case h.From == APIServer:
+		case h.From == APIServer && h.To != Webhook, h.From == Webhook:
 			fmt.Fprintf(&b, "    %s-->>%s: %s\n", alias[h.From], alias[h.To], text)
 		default:
 			fmt.Fprintf(&b, "    %s->>%s: %s\n", alias[h.From], alias[h.To], text)

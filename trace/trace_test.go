@@ -226,6 +226,14 @@ func TestConversionHops(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("hops:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// The API server's call is a request, drawn solid; the answer dashed.
+	a3, _ := StageID("A3")
+	md := Build(a3, audit, at(0), time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC), LogHops([]byte(log), audit, time.Now(), Worker)).Mermaid()
+	for _, line := range []string{"A->>H: +", "H-->>A: +"} {
+		if !strings.Contains(md, line) {
+			t.Errorf("the Mermaid diagram has no %q:\n%s", line, md)
+		}
+	}
 }
 
 // TestVersions: where the Logger has two versions (A3), a request to the
