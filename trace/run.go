@@ -67,10 +67,11 @@ func (t *Tracer) Run(ctx context.Context) (Timeline, error) {
 		return Timeline{}, err
 	}
 	// kubectl keeps what discovery said for 6 hours, per server address
-	// (k8s.io/cli-runtime's ConfigFlags), so after a CRD has gained or lost
-	// a version, "kubectl delete loggers" could be sent to a version the
-	// API server serves no more (module A3's Logger: v2 comes and goes
-	// with its lab). The trace's kubectl asks afresh.
+	// (k8s.io/cli-runtime's ConfigFlags), so after a CRD has lost a
+	// version, "kubectl delete loggers" could be sent to a version the API
+	// server serves no more, and after it gained one, to the old preferred
+	// version, which then needs a conversion (module A3's Logger: v2 comes
+	// and goes with its lab). The trace's kubectl asks afresh.
 	dir, err := os.MkdirTemp("", "trace-kubectl-cache-")
 	if err != nil {
 		return Timeline{}, err
@@ -149,8 +150,9 @@ func (t *Tracer) readOther(ctx context.Context, start time.Time) error {
 }
 
 // gvr is the resource the trace reads and deletes through: a Logger in the
-// version it is stored in, where it has two, so that the trace's own
-// requests need no conversion.
+// version it is stored in, where it has two, so that the trace's reads
+// need no conversion (a delete still causes one: the API server's watch
+// cache of the other version decodes the deleted object).
 func (s Stage) gvr(resource string) schema.GroupVersionResource {
 	g := gvrs[resource]
 	if resource == "loggers" && s.LoggerStored != "" {

@@ -110,7 +110,8 @@ down)
 			-p '[{"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}}]' >/dev/null
 		bin/kubectl delete crd loggers.example.com --timeout=60s
 		# kubectl keeps the API's discovery for hours, and would send the
-		# next lab's Logger requests to v2; api-resources reads it afresh.
+		# next lab's `kubectl ... loggers` requests to v2; api-resources
+		# reads it afresh.
 		bin/kubectl api-resources >/dev/null
 	fi
 	;;
