@@ -2,8 +2,11 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,11 +39,17 @@ const (
 )
 
 // sleepSeconds is spec.interval in seconds, as the script's sleep takes it:
-// "5" for 5s, "1.5" for 1500ms, as stage 06 wrote timeInterval for whole
-// seconds. checkSpec has refused an interval that does not parse.
+// "5" for 5s, "1.59" for 1590ms, as stage 06 wrote timeInterval for whole
+// seconds. The fraction is written digit by digit from the nanoseconds: a
+// float64 would say 1.5899999999999999. checkSpec has refused an interval
+// that does not parse.
 func sleepSeconds(interval string) string {
 	d, _ := examplev2.ParseInterval(interval) // checked by checkSpec
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	s := strconv.FormatInt(int64(d/time.Second), 10)
+	if frac := d % time.Second; frac != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%09d", frac), "0")
+	}
+	return s
 }
 
 // deploymentName is the name of a Logger's Deployment.
