@@ -216,6 +216,10 @@ lab)
 	remove_admission
 	install_crds "$dir"
 	install_admission "$dir"
+	# kubectl keeps what discovery said for hours, per server address: after
+	# a CRD lost a version (module A3's Logger v2), a cached list would send
+	# `kubectl get loggers` to it. api-resources reads discovery afresh.
+	kubectl api-resources >/dev/null
 	kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 	if has_operator "$dir"; then
 		build_operator "$dir"

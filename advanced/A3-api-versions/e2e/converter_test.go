@@ -167,10 +167,13 @@ func loggerCRDNow(t *testing.T, crds apiextensionsclient.Interface) *apiextensio
 }
 
 // kubectl runs ./bin/kubectl on the test cluster and returns its standard
-// output and standard error.
+// output and standard error. Its discovery cache is the test's own: kubectl
+// keeps what discovery said for hours, per server address, and a cache that
+// lists Logger v2 would send a later `kubectl get loggers` on the same
+// cluster to v2 once this package has deleted the CRD.
 func kubectl(t *testing.T, kubeconfig string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	cmd := exec.Command(harness.RepoPath("bin", "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd := exec.Command(harness.RepoPath("bin", "kubectl"), append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()
