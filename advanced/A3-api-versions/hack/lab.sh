@@ -88,10 +88,6 @@ lab)
 	before_upgrade
 	say "the upgrade: the module's CRDs (v1 and v2, v2 stored), converted by the operator"
 	install_webhook --failure-policy Ignore
-	# kubectl keeps the API's discovery for hours: without a fresh read it
-	# would go on sending `kubectl ... loggers` to v1, the preferred version
-	# before the upgrade.
-	bin/kubectl api-resources >/dev/null
 	# Recorded only once the lab has run: should labs/lab.sh fail, the
 	# configurations stay, with Ignore; make lab-A3-down removes them.
 	# --namespace lab: the operator writes the status of lab's Loggers,
