@@ -19,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	examplev1 "github.com/operator-flow/operator-flow/advanced/A3-api-versions/api/example/v1"
 	examplev2 "github.com/operator-flow/operator-flow/advanced/A3-api-versions/api/example/v2"
 )
 
@@ -75,10 +76,22 @@ func (w *LoggerWebhook) SetupWithManager(mgr ctrl.Manager) error {
 // namespace comes from the admission request, which names the namespace
 // the write goes to (on a create the API server has already copied it onto
 // the object).
+//
+// It also removes examplev1.IntervalAnnotation, v1's copy of an interval
+// its whole seconds cannot hold: v2 has spec.interval itself, and v1's
+// conversion re-derives the annotation from it, so one written through v2
+// (copied from a v1 read, say) would only be lost on the way back. A write
+// through v1 never brings it here: v1's ConvertTo removes it. Removed, not
+// refused: it carries nothing v2 lacks.
 func (w *LoggerWebhook) Default(ctx context.Context, l *examplev2.Logger) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return err
+	}
+	var kv []any
+	if _, ok := l.Annotations[examplev1.IntervalAnnotation]; ok {
+		delete(l.Annotations, examplev1.IntervalAnnotation)
+		kv = append(kv, "removed", examplev1.IntervalAnnotation)
 	}
 	ns, err := w.namespaceLabels(ctx, req.Namespace)
 	if err != nil {
@@ -88,14 +101,14 @@ func (w *LoggerWebhook) Default(ctx context.Context, l *examplev2.Logger) error 
 	team, ok := ns[TeamLabel]
 	_, has := l.Labels[TeamLabel]
 	if !ok || has {
-		logRequest(ctx, req, "mutate", nil)
+		logRequest(ctx, req, "mutate", nil, kv...)
 		return nil
 	}
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
 	l.Labels[TeamLabel] = team
-	logRequest(ctx, req, "mutate", nil, "team", team)
+	logRequest(ctx, req, "mutate", nil, append(kv, "team", team)...)
 	return nil
 }
 
@@ -120,18 +133,47 @@ func (w *LoggerWebhook) ValidateDelete(context.Context, *examplev2.Logger) (admi
 
 // validate is the rule for a create (old is nil) or an update, and logs the
 // verdict. A refusal is an Invalid error on spec.replicas, so the API
-// server's message reads "spec.replicas: Invalid value: ...".
+// server's message reads "spec.replicas: Invalid value: ..."; or, for a
+// write through v1, intervalThroughV1's.
 func (w *LoggerWebhook) validate(ctx context.Context, old, l *examplev2.Logger) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return err
 	}
-	ns, err := w.namespaceLabels(ctx, req.Namespace)
+	err = intervalThroughV1(req, old, l)
 	if err == nil {
-		err = check(ns, old, l)
+		var ns map[string]string
+		if ns, err = w.namespaceLabels(ctx, req.Namespace); err == nil {
+			err = check(ns, old, l)
+		}
 	}
 	logRequest(ctx, req, "validate", err)
 	return err
+}
+
+// intervalThroughV1 refuses an update through v1 that changes v2's
+// spec.interval but leaves v1's spec.timeInterval as it was: the change
+// came through examplev1.IntervalAnnotation alone, set, changed or
+// removed. The API server bumps metadata.generation only when the object
+// changes outside metadata in the version the client wrote
+// (apiextensions-apiserver's PrepareForUpdate), and here v1's spec may not
+// have changed at all: the operator would run the new interval under the
+// old generation, and status.observedGeneration == metadata.generation would
+// no longer mean that the status describes the spec. req.RequestKind is
+// the version the client used; old and l are v2, converted.
+func intervalThroughV1(req admission.Request, old, l *examplev2.Logger) error {
+	if old == nil || req.RequestKind == nil || req.RequestKind.Version != examplev1.SchemeGroupVersion.Version || old.Spec.Interval == l.Spec.Interval {
+		return nil
+	}
+	// What the v1 client read and what it wrote, in v1.
+	var before, after examplev1.Logger
+	if before.ConvertFrom(old) != nil || after.ConvertFrom(l) != nil || before.Spec.TimeInterval != after.Spec.TimeInterval {
+		return nil
+	}
+	path := field.NewPath("metadata", "annotations").Key(examplev1.IntervalAnnotation)
+	return invalid(l, field.Forbidden(path, fmt.Sprintf(
+		"changes the interval (%s to %s) without a change of spec.timeInterval, which would leave metadata.generation as it is; change the interval through example.com/v2 (spec.interval), or through v1's spec.timeInterval",
+		old.Spec.Interval, l.Spec.Interval)))
 }
 
 // check is the validation rule, a pure function of the namespace's labels
