@@ -39,9 +39,9 @@ const (
 // says when Ignore is the better choice). timeoutSeconds=5, not the API
 // server's default of 10: an operator that hangs (stopped, not gone, so
 // the connection is accepted and nothing answers) holds each Logger write
-// for up to 5 s per webhook before it is refused. versions=v2 with the default
-// matchPolicy, Equivalent: the API server sends a v1 client's write here
-// too, converted to v2 first.
+// for up to 5 s per webhook before it is refused. versions=v2 with the
+// default matchPolicy, Equivalent: the API server sends a v1 client's
+// write here too, converted to v2 first.
 //
 // +kubebuilder:webhook:path=/mutate-example-com-v2-logger,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=example.com,resources=loggers,verbs=create;update,versions=v2,name=mlogger.example.com,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-example-com-v2-logger,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=example.com,resources=loggers,verbs=create;update,versions=v2,name=vlogger.example.com,admissionReviewVersions=v1
