@@ -107,10 +107,15 @@ func TestWebhookHung(t *testing.T) {
 			_ = cmd.Process.Signal(syscall.SIGCONT)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-done:
+			case err := <-done:
+				if err != nil {
+					t.Errorf("the operator did not shut down cleanly on SIGTERM: %v", err)
+				}
 			case <-time.After(15 * time.Second):
 				_ = cmd.Process.Kill()
-				<-done
+				if err := <-done; err == nil {
+					t.Errorf("the operator, killed, exited with status 0")
+				}
 				t.Errorf("the operator did not exit within 15s of SIGCONT and SIGTERM")
 			}
 			if t.Failed() {
