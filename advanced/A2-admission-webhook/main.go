@@ -190,9 +190,10 @@ func main() {
 	if err := (&controller.LoggerReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Image: *image, Recorder: events}).SetupWithManager(mgr, *workers); err != nil {
 		fatal(err, "setting up the Logger controller")
 	}
-	// The webhooks read namespaces through the Manager's cache.
+	// The webhooks read namespaces through the Manager's cache, and from
+	// the API server when the cache has not seen one yet.
 	if *webhookAddr != "0" {
-		if err := (&webhook.LoggerWebhook{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		if err := (&webhook.LoggerWebhook{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 			fatal(err, "setting up the Logger webhooks")
 		}
 	}

@@ -203,12 +203,13 @@ func main() {
 	}
 	// The conversion webhook first (webhook.SetupConversionWithManager says
 	// why), then the admission webhooks, which read namespaces through the
-	// Manager's cache. The Manager starts the webhook server before the
+	// Manager's cache, and from the API server when the cache has not seen
+	// one yet. The Manager starts the webhook server before the
 	// caches: the operator's own informer for v2 Loggers lists through the
 	// API server, which calls this server to convert Loggers stored as v1.
 	if *webhookAddr != "0" {
 		webhook.SetupConversionWithManager(mgr)
-		if err := (&webhook.LoggerWebhook{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		if err := (&webhook.LoggerWebhook{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
 			fatal(err, "setting up the Logger webhooks")
 		}
 	}

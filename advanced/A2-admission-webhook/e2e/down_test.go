@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,5 +78,60 @@ func TestWebhookDown(t *testing.T) {
 				t.Errorf("want no team label (the defaulter did not run), got %q", team)
 			}
 		})
+	})
+}
+
+// TestWebhookHung stops the operator that serves the webhook with SIGSTOP:
+// a hung process, not a dead one. The kernel still accepts the API
+// server's connections and nothing answers, so the API server waits for
+// the webhook's timeoutSeconds (config/webhook/manifests.yaml) and then,
+// with failurePolicy Fail, refuses the write. The test measures how long a
+// Logger create waits: at least most of timeoutSeconds (else it was not a
+// hang) and at most timeoutSeconds and a margin.
+func TestWebhookHung(t *testing.T) {
+	withCluster(t, "the webhook hangs", func(t *testing.T, cfg *envconf.Config) {
+		w := harness.NewWorld(t, cfg, "a2-hung", modulePackage)
+		wh := installWebhook(t, w.C, w.NS, admissionregistrationv1.Fail)
+		timeout := time.Duration(*wh.opts.MutatingWebhooks[0].Webhooks[0].TimeoutSeconds) * time.Second
+		// Started here, not with w.Start: the test signals the process.
+		cmd := exec.Command(w.Bin, append([]string{"--kubeconfig", w.Kubeconfig, "--namespace", w.NS}, append(append([]string{}, stage.Args[:2]...), wh.args...)...)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() {
+			// Resumed, then asked to stop; killed if it does not.
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("the operator did not shut down cleanly on SIGTERM: %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Errorf("the operator did not exit within 15s of SIGCONT and SIGTERM; killed (%v)", <-done)
+			}
+			if t.Failed() {
+				t.Logf("operator output:\n%s", out.String())
+			}
+		})
+		waitAdmissionActive(t, w.C, w.NS)
+		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err := w.C.Dynamic.Resource(loggerGVR).Namespace(w.NS).Create(context.Background(), harness.NewLogger("while-hung", "while-hung", 5, 1), metav1.CreateOptions{})
+		waited := time.Since(start)
+		t.Logf("a Logger create waited %s for the hung webhook (timeoutSeconds %s): %v", waited.Round(10*time.Millisecond), timeout, err)
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			t.Fatalf(`want a refusal that says "failed calling webhook", got %v`, err)
+		}
+		if margin := 2 * time.Second; waited < timeout-margin || waited > timeout+margin {
+			t.Errorf("the create waited %s; want timeoutSeconds %s, give or take %s", waited, timeout, margin)
+		}
 	})
 }

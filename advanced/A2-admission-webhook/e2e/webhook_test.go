@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,4 +276,85 @@ func setNamespaceLabels(t *testing.T, c *harness.Clients, ns string, labels map[
 func waitAdmissionActive(t *testing.T, c *harness.Clients, ns string) {
 	t.Helper()
 	setNamespaceLabels(t, c, ns, map[string]string{admission.TeamLabel: "admission-active"})
+}
+
+// TestNamespaceAndLoggerInOneApply: `kubectl apply -f` of one file that
+// holds a new Namespace with a team label and a Logger in it. The Logger's
+// create reaches the webhook a moment after the Namespace's, when the
+// operator's cache may not have the namespace yet; the webhook then reads
+// it from the API server (LoggerWebhook.namespaceLabels), and the Logger is
+// admitted with the namespace's team.
+func TestNamespaceAndLoggerInOneApply(t *testing.T) {
+	withCluster(t, "a namespace and a Logger in one apply", func(t *testing.T, cfg *envconf.Config) {
+		w := harness.NewWorld(t, cfg, "a2-one-apply", modulePackage)
+		fresh := w.NS + "-fresh"
+		wh := installWebhook(t, w.C, w.NS, admissionregistrationv1.Fail)
+		// Both configurations match the new namespace too, before the
+		// operator starts: waitAdmissionActive then finds them in force.
+		ctx := context.Background()
+		selector := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{w.NS, fresh},
+		}}}
+		adm := w.C.Kube.AdmissionregistrationV1()
+		m, err := adm.MutatingWebhookConfigurations().Get(ctx, wh.mutating, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m.Webhooks {
+			m.Webhooks[i].NamespaceSelector = selector
+		}
+		if _, err := adm.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := adm.ValidatingWebhookConfigurations().Get(ctx, wh.validating, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range v.Webhooks {
+			v.Webhooks[i].NamespaceSelector = selector
+		}
+		if _, err := adm.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		op := w.Start(t, append(append([]string{}, stage.Args[:2]...), wh.args...)...)
+		waitAdmissionActive(t, w.C, w.NS)
+
+		manifest := filepath.Join(t.TempDir(), "namespace-and-logger.yaml")
+		if err := os.WriteFile(manifest, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+  labels:
+    %[2]s: payments
+---
+apiVersion: %[3]s
+kind: Logger
+metadata:
+  name: heartbeat
+  namespace: %[1]s
+spec:
+  name: heartbeat
+  timeInterval: 5
+`, fresh, admission.TeamLabel, loggerGVR.GroupVersion())), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			err := w.C.Kube.CoreV1().Namespaces().Delete(context.Background(), fresh, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting namespace %s: %v", fresh, err)
+			}
+		})
+		cmd := exec.Command(harness.RepoPath("bin", "kubectl"), "--kubeconfig", w.Kubeconfig, "--cache-dir", t.TempDir(), "apply", "-f", manifest)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply of a Namespace and a Logger in it: %v\n%s", err, out)
+		}
+		u, err := w.C.Dynamic.Resource(loggerGVR).Namespace(fresh).Get(ctx, "heartbeat", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if team := u.GetLabels()[admission.TeamLabel]; team != "payments" {
+			t.Errorf("want the Logger defaulted with team payments, got labels %v", u.GetLabels())
+		}
+		t.Logf("the webhook's answer: %s", op.WaitForLog(converge, "admission allowed", `"webhook": "mutate"`, `"namespace": "`+fresh+`"`))
+	})
 }

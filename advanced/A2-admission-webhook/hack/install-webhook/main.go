@@ -10,7 +10,8 @@
 // configurations again.
 //
 // The API server must reach --host: 127.0.0.1 on the kwok cluster, whose
-// API server runs on this machine.
+// API server runs on this machine. It acts only on a cluster of this course
+// (courseConfig).
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -41,8 +43,8 @@ const (
 )
 
 func main() {
-	// --kubeconfig is registered by controller-runtime (config.GetConfig
-	// reads it, else $KUBECONFIG).
+	// --kubeconfig is registered by controller-runtime's config package,
+	// which envtest imports; else $KUBECONFIG.
 	manifests := flag.String("manifests", "advanced/A2-admission-webhook/config/webhook/manifests.yaml", "the webhook configurations controller-gen wrote")
 	namespace := flag.String("namespace", "", "match Loggers of this namespace only (default: every namespace)")
 	certDir := flag.String("cert-dir", ".state/webhook-A2", "where to write tls.crt and tls.key for the operator's --webhook-cert-dir")
@@ -52,17 +54,45 @@ func main() {
 	keep := flag.Bool("keep-cert", false, "keep the certificate in --cert-dir (the one the operator serves) and only write the configurations")
 	del := flag.Bool("delete", false, "delete the webhook configurations and stop")
 	flag.Parse()
-	if err := run(*manifests, *namespace, *certDir, *host, *port, *failurePolicy, *keep, *del); err != nil {
+	kubeconfig := flag.Lookup(config.KubeconfigFlagName).Value.String()
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	cfg, err := courseConfig(kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+	if err := run(cfg, *manifests, *namespace, *certDir, *host, *port, *failurePolicy, *keep, *del); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
 
-func run(manifests, namespace, certDir, host string, port int, failurePolicy string, keep, del bool) error {
-	cfg, err := config.GetConfig()
-	if err != nil {
-		return err
+// courseConfig is the client configuration of kubeconfig when its current
+// context is a cluster of this course: kwok-NAME (cluster/cluster.sh, the
+// e2e harness) or kind-NAME, the rule harness/etcd and trace.AuditLog
+// follow. The webhook configurations this tool writes send the API server
+// to this machine, and with failurePolicy Fail refuse every Logger write
+// while nothing answers there: on another cluster that is an outage. It
+// never falls back to ~/.kube/config or the in-cluster configuration as
+// controller-runtime's config.GetConfig does.
+func courseConfig(kubeconfig string) (*rest.Config, error) {
+	fix := "use the course cluster's: --kubeconfig=$(cluster/cluster.sh kubeconfig), as make lab-A2 does"
+	if kubeconfig == "" {
+		return nil, fmt.Errorf("no kubeconfig: neither --kubeconfig nor $KUBECONFIG is set; %s", fix)
 	}
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(kc.CurrentContext, "kwok-") && !strings.HasPrefix(kc.CurrentContext, "kind-") {
+		return nil, fmt.Errorf("kubeconfig %s points at context %q, neither a kwok cluster (kwok-NAME) nor a kind cluster (kind-NAME) of this course; %s", kubeconfig, kc.CurrentContext, fix)
+	}
+	return clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
+}
+
+func run(cfg *rest.Config, manifests, namespace, certDir, host string, port int, failurePolicy string, keep, del bool) error {
 	if del {
 		return deleteConfigurations(cfg)
 	}
@@ -83,9 +113,11 @@ func run(manifests, namespace, certDir, host string, port int, failurePolicy str
 	if keep {
 		// envtest's CA bundle is the serving certificate itself: a client
 		// that trusts it accepts exactly that certificate.
-		if bundle, err = os.ReadFile(filepath.Join(certDir, "tls.crt")); err != nil {
+		kept, err := os.ReadFile(filepath.Join(certDir, "tls.crt"))
+		if err != nil {
 			return fmt.Errorf("--keep-cert: %w", err)
 		}
+		bundle = kept
 	} else if err := writeCert(opts.LocalServingCertDir, certDir); err != nil {
 		return err
 	}

@@ -33,10 +33,13 @@ const (
 // the status subresource and never reach this code. sideEffects=None lets
 // a server-side dry run call them. failurePolicy=fail: while nobody answers,
 // the API server refuses every create and update of a Logger (README.md
-// says when Ignore is the better choice).
+// says when Ignore is the better choice). timeoutSeconds=5, not the API
+// server's default of 10: an operator that hangs (stopped, not gone, so
+// the connection is accepted and nothing answers) holds each Logger write
+// for up to 5 s per webhook before it is refused.
 //
-// +kubebuilder:webhook:path=/mutate-example-com-v1-logger,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=loggers,verbs=create;update,versions=v1,name=mlogger.example.com,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-example-com-v1-logger,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=loggers,verbs=create;update,versions=v1,name=vlogger.example.com,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-example-com-v1-logger,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=example.com,resources=loggers,verbs=create;update,versions=v1,name=mlogger.example.com,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-example-com-v1-logger,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=example.com,resources=loggers,verbs=create;update,versions=v1,name=vlogger.example.com,admissionReviewVersions=v1
 
 // The webhooks read the Logger's namespace for its labels, through the
 // Manager's cache: a webhook is a client of the API server like any other,
@@ -49,6 +52,9 @@ const (
 type LoggerWebhook struct {
 	// Client reads Namespaces (mgr.GetClient(): from the cache).
 	Client client.Reader
+	// APIReader reads a Namespace the cache has not seen yet from the API
+	// server (mgr.GetAPIReader()).
+	APIReader client.Reader
 }
 
 // SetupWithManager registers both webhooks with the Manager's webhook
@@ -161,10 +167,22 @@ func replicasOf(l *examplev1.Logger) int32 {
 	return *l.Spec.Replicas
 }
 
-// namespaceLabels reads the labels of the namespace.
+// namespaceLabels reads the labels of the namespace: from the cache, else,
+// when the cache has not seen it yet (a Namespace and a Logger created in
+// one `kubectl apply`), from the API server. The API server has checked
+// that the namespace exists before it calls a webhook (its
+// NamespaceLifecycle admission plugin runs first), so a NotFound from the
+// cache means only that the cache lags. An error returned from here would
+// refuse the Logger whatever the webhook's failurePolicy: controller-runtime
+// answers allowed=false with the error's code, and failurePolicy covers
+// only a webhook that does not answer.
 func (w *LoggerWebhook) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
 	var ns corev1.Namespace
-	if err := w.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+	err := w.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	if apierrors.IsNotFound(err) {
+		err = w.APIReader.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
 	return ns.Labels, nil

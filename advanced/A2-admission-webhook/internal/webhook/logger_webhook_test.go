@@ -2,7 +2,10 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +17,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
 
 	examplev1 "github.com/operator-flow/operator-flow/advanced/A2-admission-webhook/api/example/v1"
 	cases "github.com/operator-flow/operator-flow/harness/admission"
@@ -82,5 +86,84 @@ func TestNoRequest(t *testing.T) {
 	w := &LoggerWebhook{}
 	if err := w.Default(context.Background(), &examplev1.Logger{}); err == nil {
 		t.Fatal("want an error")
+	}
+}
+
+// TestNamespaceNotYetCached: a Namespace and a Logger in one `kubectl apply`
+// reach the webhook before the Manager's cache has the namespace. The API
+// server has checked that the namespace exists (its NamespaceLifecycle
+// plugin runs before the webhooks), so the webhook reads it from the API
+// server and defaults the Logger. An error of its own would be a refusal
+// whatever the failurePolicy: controller-runtime answers allowed=false
+// with the error's code.
+func TestNamespaceNotYetCached(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := examplev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "brand-new", Labels: map[string]string{TeamLabel: "blue"}}}
+	w := &LoggerWebhook{
+		Client:    fake.NewClientBuilder().WithScheme(scheme).Build(),
+		APIReader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns).Build(),
+	}
+	raw, err := json.Marshal(&examplev1.Logger{
+		TypeMeta:   metav1.TypeMeta{APIVersion: examplev1.SchemeGroupVersion.String(), Kind: "Logger"},
+		ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: ns.Name},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "1", Operation: admissionv1.Create, Namespace: ns.Name, Name: "l",
+		Object: runtime.RawExtension{Raw: raw},
+	}}
+	if resp := admission.WithValidator[*examplev1.Logger](scheme, w).Handle(context.Background(), req); !resp.Allowed {
+		t.Errorf("validating: allowed=false code=%d message=%q", resp.Result.Code, resp.Result.Message)
+	}
+	resp := admission.WithDefaulter[*examplev1.Logger](scheme, w).Handle(context.Background(), req)
+	if !resp.Allowed {
+		t.Fatalf("mutating: allowed=false code=%d message=%q", resp.Result.Code, resp.Result.Message)
+	}
+	patch, err := json.Marshal(resp.Patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `[{"op":"add","path":"/metadata/labels","value":{"example.com/team":"blue"}}]`; string(patch) != want {
+		t.Errorf("want the patch %s, got %s", want, patch)
+	}
+}
+
+// TestManifestsTimeout: both webhooks of config/webhook/manifests.yaml (the
+// markers above LoggerWebhook, through controller-gen) wait at most 5 s for
+// an answer, not the API server's default of 10.
+func TestManifestsTimeout(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "config", "webhook", "manifests.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var c struct {
+			Kind     string `json:"kind"`
+			Webhooks []struct {
+				Name           string `json:"name"`
+				TimeoutSeconds *int32 `json:"timeoutSeconds"`
+			} `json:"webhooks"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range c.Webhooks {
+			n++
+			if h.TimeoutSeconds == nil || *h.TimeoutSeconds > 5 {
+				t.Errorf("%s %s: want timeoutSeconds at most 5, got %v", c.Kind, h.Name, h.TimeoutSeconds)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("want 2 webhooks, found %d", n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	examplev1 "github.com/operator-flow/operator-flow/advanced/A3-api-versions/api/example/v1"
 	examplev2 "github.com/operator-flow/operator-flow/advanced/A3-api-versions/api/example/v2"
 )
 
@@ -35,12 +36,15 @@ const (
 // the status subresource and never reach this code. sideEffects=None lets
 // a server-side dry run call them. failurePolicy=fail: while nobody answers,
 // the API server refuses every create and update of a Logger (README.md
-// says when Ignore is the better choice). versions=v2 with the default
-// matchPolicy, Equivalent: the API server sends a v1 client's write here
-// too, converted to v2 first.
+// says when Ignore is the better choice). timeoutSeconds=5, not the API
+// server's default of 10: an operator that hangs (stopped, not gone, so
+// the connection is accepted and nothing answers) holds each Logger write
+// for up to 5 s per webhook before it is refused. versions=v2 with the
+// default matchPolicy, Equivalent: the API server sends a v1 client's
+// write here too, converted to v2 first.
 //
-// +kubebuilder:webhook:path=/mutate-example-com-v2-logger,mutating=true,failurePolicy=fail,sideEffects=None,groups=example.com,resources=loggers,verbs=create;update,versions=v2,name=mlogger.example.com,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-example-com-v2-logger,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=loggers,verbs=create;update,versions=v2,name=vlogger.example.com,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-example-com-v2-logger,mutating=true,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=example.com,resources=loggers,verbs=create;update,versions=v2,name=mlogger.example.com,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-example-com-v2-logger,mutating=false,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,groups=example.com,resources=loggers,verbs=create;update,versions=v2,name=vlogger.example.com,admissionReviewVersions=v1
 
 // The webhooks read the Logger's namespace for its labels, through the
 // Manager's cache: a webhook is a client of the API server like any other,
@@ -53,6 +57,9 @@ const (
 type LoggerWebhook struct {
 	// Client reads Namespaces (mgr.GetClient(): from the cache).
 	Client client.Reader
+	// APIReader reads a Namespace the cache has not seen yet from the API
+	// server (mgr.GetAPIReader()).
+	APIReader client.Reader
 }
 
 // SetupWithManager registers both webhooks with the Manager's webhook
@@ -69,10 +76,22 @@ func (w *LoggerWebhook) SetupWithManager(mgr ctrl.Manager) error {
 // namespace comes from the admission request, which names the namespace
 // the write goes to (on a create the API server has already copied it onto
 // the object).
+//
+// It also removes examplev1.IntervalAnnotation, v1's copy of an interval
+// its whole seconds cannot hold: v2 has spec.interval itself, and v1's
+// conversion re-derives the annotation from it, so one written through v2
+// (copied from a v1 read, say) would only be lost on the way back. A write
+// through v1 never brings it here: v1's ConvertTo removes it. Removed, not
+// refused: it carries nothing v2 lacks.
 func (w *LoggerWebhook) Default(ctx context.Context, l *examplev2.Logger) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return err
+	}
+	var kv []any
+	if _, ok := l.Annotations[examplev1.IntervalAnnotation]; ok {
+		delete(l.Annotations, examplev1.IntervalAnnotation)
+		kv = append(kv, "removed", examplev1.IntervalAnnotation)
 	}
 	ns, err := w.namespaceLabels(ctx, req.Namespace)
 	if err != nil {
@@ -82,14 +101,14 @@ func (w *LoggerWebhook) Default(ctx context.Context, l *examplev2.Logger) error 
 	team, ok := ns[TeamLabel]
 	_, has := l.Labels[TeamLabel]
 	if !ok || has {
-		logRequest(ctx, req, "mutate", nil)
+		logRequest(ctx, req, "mutate", nil, kv...)
 		return nil
 	}
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
 	l.Labels[TeamLabel] = team
-	logRequest(ctx, req, "mutate", nil, "team", team)
+	logRequest(ctx, req, "mutate", nil, append(kv, "team", team)...)
 	return nil
 }
 
@@ -114,18 +133,47 @@ func (w *LoggerWebhook) ValidateDelete(context.Context, *examplev2.Logger) (admi
 
 // validate is the rule for a create (old is nil) or an update, and logs the
 // verdict. A refusal is an Invalid error on spec.replicas, so the API
-// server's message reads "spec.replicas: Invalid value: ...".
+// server's message reads "spec.replicas: Invalid value: ..."; or, for a
+// write through v1, intervalThroughV1's.
 func (w *LoggerWebhook) validate(ctx context.Context, old, l *examplev2.Logger) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return err
 	}
-	ns, err := w.namespaceLabels(ctx, req.Namespace)
+	err = intervalThroughV1(req, old, l)
 	if err == nil {
-		err = check(ns, old, l)
+		var ns map[string]string
+		if ns, err = w.namespaceLabels(ctx, req.Namespace); err == nil {
+			err = check(ns, old, l)
+		}
 	}
 	logRequest(ctx, req, "validate", err)
 	return err
+}
+
+// intervalThroughV1 refuses an update through v1 that changes v2's
+// spec.interval but leaves v1's spec.timeInterval as it was: the change
+// came through examplev1.IntervalAnnotation alone, set, changed or
+// removed. The API server bumps metadata.generation only when the object
+// changes outside metadata in the version the client wrote
+// (apiextensions-apiserver's PrepareForUpdate), and here v1's spec may not
+// have changed at all: the operator would run the new interval under the
+// old generation, and status.observedGeneration == metadata.generation would
+// no longer mean that the status describes the spec. req.RequestKind is
+// the version the client used; old and l are v2, converted.
+func intervalThroughV1(req admission.Request, old, l *examplev2.Logger) error {
+	if old == nil || req.RequestKind == nil || req.RequestKind.Version != examplev1.SchemeGroupVersion.Version || old.Spec.Interval == l.Spec.Interval {
+		return nil
+	}
+	// What the v1 client read and what it wrote, in v1.
+	var before, after examplev1.Logger
+	if before.ConvertFrom(old) != nil || after.ConvertFrom(l) != nil || before.Spec.TimeInterval != after.Spec.TimeInterval {
+		return nil
+	}
+	path := field.NewPath("metadata", "annotations").Key(examplev1.IntervalAnnotation)
+	return invalid(l, field.Forbidden(path, fmt.Sprintf(
+		"changes the interval (%s to %s) without a change of spec.timeInterval, which would leave metadata.generation as it is; change the interval through example.com/v2 (spec.interval), or through v1's spec.timeInterval",
+		old.Spec.Interval, l.Spec.Interval)))
 }
 
 // check is the validation rule, a pure function of the namespace's labels
@@ -165,10 +213,22 @@ func replicasOf(l *examplev2.Logger) int32 {
 	return *l.Spec.Replicas
 }
 
-// namespaceLabels reads the labels of the namespace.
+// namespaceLabels reads the labels of the namespace: from the cache, else,
+// when the cache has not seen it yet (a Namespace and a Logger created in
+// one `kubectl apply`), from the API server. The API server has checked
+// that the namespace exists before it calls a webhook (its
+// NamespaceLifecycle admission plugin runs first), so a NotFound from the
+// cache means only that the cache lags. An error returned from here would
+// refuse the Logger whatever the webhook's failurePolicy: controller-runtime
+// answers allowed=false with the error's code, and failurePolicy covers
+// only a webhook that does not answer.
 func (w *LoggerWebhook) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
 	var ns corev1.Namespace
-	if err := w.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+	err := w.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	if apierrors.IsNotFound(err) {
+		err = w.APIReader.Get(ctx, client.ObjectKey{Name: name}, &ns)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
 	}
 	return ns.Labels, nil
