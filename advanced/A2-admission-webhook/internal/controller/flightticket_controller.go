@@ -61,9 +61,9 @@ type FlightTicketReconciler struct {
 // before it (writeStatus). An event that changes nothing the operator
 // decides (its own status write, a resync) costs a reconcile that reads the
 // cache and writes nothing; a stripped finalizer or a wrong status is
-// written back. While a write keeps failing,
-// the Degraded status is written once (sameFailure), and its event costs
-// one early retry; the retries after it back off.
+// written back. While a write keeps failing, the Degraded status is written
+// once (sameFailure), and its event costs one early retry; the retries
+// after it back off.
 func (r *FlightTicketReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&flightsv1.FlightTicket{}).
