@@ -184,7 +184,7 @@ func main() {
 	// them, with eventSource in the From column.
 	events := mgr.GetEventRecorder(eventSource)
 	ledger.Client, ledger.Reader = mgr.GetClient(), mgr.GetAPIReader()
-	if err := (&controller.FlightTicketReconciler{Client: mgr.GetClient(), Ledger: ledger, Recorder: events}).SetupWithManager(mgr, *workers); err != nil {
+	if err := (&controller.FlightTicketReconciler{Client: mgr.GetClient(), Ledger: ledger, Recorder: events, Namespace: *namespace}).SetupWithManager(mgr, *workers); err != nil {
 		fatal(err, "setting up the FlightTicket controller")
 	}
 	if err := (&controller.LoggerReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Image: *image, Recorder: events}).SetupWithManager(mgr, *workers); err != nil {

@@ -131,14 +131,17 @@ func (l *SeatLedger) Release(ctx context.Context, t types.NamespacedName) (bool,
 }
 
 // ticketOfHold maps an event on a seat hold to its ticket: the handler of the
-// controller's watch on holds (SetupWithManager).
-func ticketOfHold(_ context.Context, o client.Object) []reconcile.Request {
+// controller's watch on holds (SetupWithManager). A hold of a ticket outside
+// r.Namespace maps to nothing: a ledger namespace can be shared with an
+// operator that watches another namespace, and the cache cannot serve that
+// ticket (its Get fails, not NotFound), so every retry would fail.
+func (r *FlightTicketReconciler) ticketOfHold(_ context.Context, o client.Object) []reconcile.Request {
 	cm, ok := o.(*corev1.ConfigMap)
 	if !ok {
 		return nil
 	}
 	namespace, name, ok := strings.Cut(cm.Data[ticketKey], "/")
-	if !ok {
+	if !ok || r.Namespace != "" && namespace != r.Namespace {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}

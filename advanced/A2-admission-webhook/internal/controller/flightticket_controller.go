@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,6 +40,9 @@ type FlightTicketReconciler struct {
 	client.Client
 	Ledger   *SeatLedger
 	Recorder recorder.EventRecorder
+	// Namespace is the one namespace whose tickets the cache holds
+	// (--namespace), or "" for all (ticketOfHold).
+	Namespace string
 }
 
 // SetupWithManager registers the controller: watches on FlightTickets and on
@@ -57,13 +61,13 @@ type FlightTicketReconciler struct {
 // before it (writeStatus). An event that changes nothing the operator
 // decides (its own status write, a resync) costs a reconcile that reads the
 // cache and writes nothing; a stripped finalizer or a wrong status is
-// written back. While a write keeps failing
-// with the same error, the Degraded status is written once, and its event
-// costs one early retry; the retries after it back off.
+// written back. While a write keeps failing, the Degraded status is written
+// once (sameFailure), and its event costs one early retry; the retries
+// after it back off.
 func (r *FlightTicketReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&flightsv1.FlightTicket{}).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(ticketOfHold)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.ticketOfHold)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -73,8 +77,10 @@ func (r *FlightTicketReconciler) SetupWithManager(mgr ctrl.Manager, workers int)
 // the seats back when the ticket is deleted. Status goes to the /status
 // subresource now.
 // controller-runtime's workers call it, as 04's called syncTicket; an error
-// returned is retried with backoff.
-func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// returned is retried with backoff, a 409 Conflict requeued
+// (requeueOnConflict).
+func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	defer func() { result, err = requeueOnConflict(ctx, result, err) }()
 	log := logf.FromContext(ctx) // carries the ticket's namespace and name
 	// Step 1: read the ticket. From the cache: no request. The informer
 	// applies events in order, so this is the newest state it has seen,
@@ -115,6 +121,11 @@ func (r *FlightTicketReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	// scripts), a Warning Event (for `kubectl describe`), and the returned
 	// error, retried with backoff.
 	held, err := r.Ledger.Hold(ctx, &t)
+	if apierrors.IsConflict(err) {
+		// The hold changed since the cache read it (the cache has not seen
+		// our last patch yet): no failure, and the seats are still held.
+		return ctrl.Result{}, err
+	}
 	if err != nil {
 		recordFailure(r.Recorder, &t, "Hold", "Could not hold %d seat(s): %v", t.Spec.Number, err)
 		if serr := r.writeStatus(ctx, &t, holdFailedStatus(&t, err)); serr != nil {
@@ -168,7 +179,9 @@ func (r *FlightTicketReconciler) addFinalizer(ctx context.Context, t *flightsv1.
 // while another controller's finalizer keeps the ticket.
 func (r *FlightTicketReconciler) release(ctx context.Context, t *flightsv1.FlightTicket) error {
 	log := logf.FromContext(ctx)
-	if _, err := r.Ledger.Release(ctx, client.ObjectKeyFromObject(t)); err != nil {
+	if _, err := r.Ledger.Release(ctx, client.ObjectKeyFromObject(t)); apierrors.IsConflict(err) {
+		return err // the hold changed since the cache read it: no failure, as in Reconcile
+	} else if err != nil {
 		recordFailure(r.Recorder, t, "Release", "Could not give back the seats: %v", err)
 		if serr := r.writeStatus(ctx, t, releaseFailedStatus(t, err)); serr != nil {
 			log.Error(serr, "writing the Degraded condition")
@@ -212,4 +225,26 @@ func (r *FlightTicketReconciler) writeStatus(ctx context.Context, t *flightsv1.F
 		return fmt.Errorf("writing status: %w", err)
 	}
 	return nil
+}
+
+// conflictRequeue is how long a key whose write got 409 Conflict waits
+// before it is reconciled again (requeueOnConflict).
+const conflictRequeue = time.Second
+
+// requeueOnConflict turns a 409 Conflict into a requeue. Every write that
+// carries a resourceVersion (a status patch, a finalizer's patch, a hold's
+// patch or delete, an adoption) gets 409 when the cache it was computed from
+// is a write behind the API server: routine when events come in quick
+// succession, and no failure. The newer object's event often reconciles the
+// key again, but not always: an orphan Deployment's event names no Logger
+// (Owns maps by the controller reference the adoption failed to add), so
+// the key is requeued. Returned as an error, the 409 would be logged as
+// "Reconciler error" and counted in controller_runtime_reconcile_errors_total.
+// RequeueAfter, as controller-runtime's Result.Requeue, deprecated, says.
+func requeueOnConflict(ctx context.Context, result ctrl.Result, err error) (ctrl.Result, error) {
+	if !apierrors.IsConflict(err) {
+		return result, err
+	}
+	logf.FromContext(ctx).Info("the cache was behind the API server; reconciling again", "error", err.Error())
+	return ctrl.Result{RequeueAfter: conflictRequeue}, nil
 }

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -65,18 +66,22 @@ func (r *race[T]) funcs() interceptor.Funcs {
 	}
 }
 
-// reconcileUntilDone runs reconcile until it returns no error, as
-// controller-runtime's retries would, at most 5 times.
-func reconcileUntilDone(t *testing.T, reconcile func() error) {
+// reconcileUntilDone runs reconcile until it returns no error and no
+// requeue, as controller-runtime's retries and requeues would, at most 5
+// times.
+func reconcileUntilDone(t *testing.T, reconcile func() (ctrl.Result, error)) {
 	t.Helper()
-	var err error
+	var (
+		res ctrl.Result
+		err error
+	)
 	for range 5 {
-		if err = reconcile(); err == nil {
+		if res, err = reconcile(); err == nil && res.IsZero() {
 			return
 		}
-		t.Logf("retried after: %v", err)
+		t.Logf("again after: %+v, %v", res, err)
 	}
-	t.Fatalf("still failing after 5 tries: %v", err)
+	t.Fatalf("still not done after 5 tries: %+v, %v", res, err)
 }
 
 // A ticket edited from 2 seats to 5 and back to 2 while the operator books
@@ -99,9 +104,9 @@ func TestTicketStatusFromALaggingCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.armed = true // back to 2 seats while the 5 are booked
-	reconcileUntilDone(t, func() error { _, err := r.Reconcile(ctx, request("lab", "t")); return err })
+	reconcileUntilDone(t, func() (ctrl.Result, error) { return r.Reconcile(ctx, request("lab", "t")) })
 	// The edit's own event.
-	reconcileUntilDone(t, func() error { _, err := r.Reconcile(ctx, request("lab", "t")); return err })
+	reconcileUntilDone(t, func() (ctrl.Result, error) { return r.Reconcile(ctx, request("lab", "t")) })
 
 	var got flightsv1.FlightTicket
 	if err := rc.c.Live.Get(ctx, rc.key, &got); err != nil {
@@ -142,9 +147,9 @@ func TestLoggerStatusFromALaggingCache(t *testing.T) {
 	}
 	setAvailable(1)
 	rc.armed = true // the spec edit lands just before the Available status write
-	reconcileUntilDone(t, func() error { _, err := r.Reconcile(ctx, request("lab", "heartbeat")); return err })
+	reconcileUntilDone(t, func() (ctrl.Result, error) { return r.Reconcile(ctx, request("lab", "heartbeat")) })
 	setAvailable(0)
-	reconcileUntilDone(t, func() error { _, err := r.Reconcile(ctx, request("lab", "heartbeat")); return err })
+	reconcileUntilDone(t, func() (ctrl.Result, error) { return r.Reconcile(ctx, request("lab", "heartbeat")) })
 
 	var got examplev1.Logger
 	if err := rc.c.Live.Get(ctx, rc.key, &got); err != nil {

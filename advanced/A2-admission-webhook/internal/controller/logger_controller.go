@@ -88,8 +88,9 @@ func CacheByObject(ledgerNamespace string) map[client.Object]cache.ByObject {
 // Deployment. Its key comes from the Logger's own events and from its
 // Deployment's (drift), and it does the same whichever it was.
 // controller-runtime's workers call it with the key, as 04's called
-// syncLogger.
-func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// syncLogger; a 409 Conflict is requeued, not an error (requeueOnConflict).
+func (r *LoggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	defer func() { result, err = requeueOnConflict(ctx, result, err) }()
 	log := logf.FromContext(ctx) // carries the Logger's namespace and name
 
 	// Step 1: read the Logger from the cache.
@@ -313,9 +314,10 @@ func (r *LoggerReconciler) adopt(ctx context.Context, l *examplev1.Logger, d *ap
 
 // deploymentFailure is the API server's refusal to let the operator make
 // the Deployment right. Its reason becomes the reason of the Degraded
-// condition. Other errors (a 409 Conflict because the cache was a step
-// behind, the cache failing) are retried with backoff too, but do not make
-// the Logger Degraded: they will most likely pass on the next try.
+// condition. Other errors do not make the Logger Degraded: the cache
+// failing is retried with backoff too, and a 409 Conflict because the cache
+// was a step behind is requeued (requeueOnConflict); they will most likely
+// pass on the next try.
 type deploymentFailure struct {
 	reason string // examplev1.ReasonCreateFailed, ReasonUpdateFailed or ReasonNotOwned
 	err    error

@@ -28,7 +28,7 @@ func loggerStatus(l *examplev1.Logger, d *appsv1.Deployment, failure *deployment
 		available = condition(examplev1.ConditionAvailable, false, examplev1.ReasonNoReplicasAvailable, "Deployment %s has no available replica yet.", name)
 	}
 	if failure != nil {
-		degraded = condition(examplev1.ConditionDegraded, true, failure.reason, "%v", failure.err)
+		degraded = sameFailure(l.Status.Conditions, l.Generation, condition(examplev1.ConditionDegraded, true, failure.reason, "%v", failure.err))
 	} else {
 		degraded = condition(examplev1.ConditionDegraded, false, examplev1.ReasonAsExpected, "Deployment %s is as this Logger asks.", name)
 	}

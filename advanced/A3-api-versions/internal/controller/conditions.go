@@ -33,6 +33,20 @@ func setConditions(conditions *[]metav1.Condition, generation int64, conds ...me
 	}
 }
 
+// sameFailure is c, a condition that says a failure, with the message of
+// the condition of its type in conds when that one says the same failure
+// already: the same status and reason, at generation. A failure's words can
+// change from one retry to the next (a quota's "used:", a request ID); a new
+// message would be a status write each time, and its event a reconcile at
+// once, past the backoff. So the condition keeps the first try's words, and
+// each try's are in its Warning Event (recordFailure).
+func sameFailure(conds []metav1.Condition, generation int64, c metav1.Condition) metav1.Condition {
+	if old := meta.FindStatusCondition(conds, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.ObservedGeneration == generation {
+		c.Message = old.Message
+	}
+	return c
+}
+
 // maxTicketMessage is status.message's maxLength in the CRD. A booking
 // message is at most 155 characters; an error quoted in it can be longer.
 const maxTicketMessage = 256

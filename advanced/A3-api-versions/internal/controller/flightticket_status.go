@@ -22,18 +22,17 @@ func bookedStatus(t *flightsv1.FlightTicket) flightsv1.FlightTicketStatus {
 func holdFailedStatus(t *flightsv1.FlightTicket, err error) flightsv1.FlightTicketStatus {
 	msg := fmt.Sprintf("Could not hold %d seat(s) from %s to %s: %v", t.Spec.Number, t.Spec.From, t.Spec.To, err)
 	return ticketStatus(t,
-		condition(flightsv1.ConditionBooked, false, flightsv1.ReasonHoldFailed, "%s", msg),
-		condition(flightsv1.ConditionDegraded, true, flightsv1.ReasonHoldFailed, "%s", msg),
+		sameFailure(t.Status.Conditions, t.Generation, condition(flightsv1.ConditionBooked, false, flightsv1.ReasonHoldFailed, "%s", msg)),
+		sameFailure(t.Status.Conditions, t.Generation, condition(flightsv1.ConditionDegraded, true, flightsv1.ReasonHoldFailed, "%s", msg)),
 	)
 }
 
 // releaseFailedStatus: the ticket is being deleted and its seats could not
 // be given back. Booked stays as it was: the seats are still held.
 func releaseFailedStatus(t *flightsv1.FlightTicket, err error) flightsv1.FlightTicketStatus {
-	return ticketStatus(t,
+	return ticketStatus(t, sameFailure(t.Status.Conditions, t.Generation,
 		condition(flightsv1.ConditionDegraded, true, flightsv1.ReasonReleaseFailed,
-			"Deleting: could not give the seats back, the finalizer %s keeps the ticket until it can: %v", ticketFinalizer, err),
-	)
+			"Deleting: could not give the seats back, the finalizer %s keeps the ticket until it can: %v", ticketFinalizer, err)))
 }
 
 // ticketStatus is the ticket's status with conds set (conditions.go). phase

@@ -28,7 +28,7 @@ func loggerStatus(l *examplev2.Logger, d *appsv1.Deployment, failure *deployment
 		available = condition(examplev2.ConditionAvailable, false, examplev2.ReasonNoReplicasAvailable, "Deployment %s has no available replica yet.", name)
 	}
 	if failure != nil {
-		degraded = condition(examplev2.ConditionDegraded, true, failure.reason, "%v", failure.err)
+		degraded = sameFailure(l.Status.Conditions, l.Generation, condition(examplev2.ConditionDegraded, true, failure.reason, "%v", failure.err))
 	} else {
 		degraded = condition(examplev2.ConditionDegraded, false, examplev2.ReasonAsExpected, "Deployment %s is as this Logger asks.", name)
 	}
