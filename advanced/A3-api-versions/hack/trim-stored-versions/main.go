@@ -125,7 +125,7 @@ func Trim(ctx context.Context, cfg *rest.Config, since string) error {
 		for _, o := range list.Items {
 			cmp, err := resourceversion.CompareResourceVersion(o.ResourceVersion, rv)
 			if err != nil {
-				return fmt.Errorf("Logger %s/%s: %w", o.Namespace, o.Name, err)
+				return fmt.Errorf("the resourceVersion of Logger %s/%s: %w", o.Namespace, o.Name, err)
 			}
 			if cmp <= 0 {
 				old = append(old, o.Namespace+"/"+o.Name+" (resourceVersion "+o.ResourceVersion+")")
