@@ -7,6 +7,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/operator-flow/operator-flow/harness"
@@ -28,19 +29,33 @@ func TestMigrationThroughAdmission(t *testing.T) {
 		w.Start(t, append(append([]string{}, stage.Args[:2]...), wh.args...)...)
 		setNamespaceLabels(t, w.C, w.NS, map[string]string{admission.TeamLabel: "platform"})
 
-		labels := func() map[string]string {
+		get := func() *unstructured.Unstructured {
 			l, err := w.C.Dynamic.Resource(loggerV2).Namespace(w.NS).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return l.GetLabels()
+			return l
 		}
+		labels := func() map[string]string { return get().GetLabels() }
+		// The operator's status write comes first: a Logger written after
+		// the migration's checkpoint is not the migrator's to rewrite.
+		harness.Eventually(t, converge, "the operator's status on "+name, func(context.Context) (bool, string, error) {
+			state, _, _ := unstructured.NestedString(get().Object, "status", "state")
+			return state == "Available", "state " + state, nil
+		})
+		rv := get().GetResourceVersion()
 		before := labels()
 		if _, ok := before[admission.TeamLabel]; ok {
 			t.Fatalf("Logger %s has labels %v before the migration; want no team label", name, before)
 		}
 		migrate(t, w, "written-during-migration")
-		if after := labels(); !maps.Equal(before, after) {
+		after := get()
+		var managers []string
+		for _, m := range after.GetManagedFields() {
+			managers = append(managers, m.Manager+" "+string(m.Operation))
+		}
+		t.Logf("Logger %s: resourceVersion %s before the migration, %s after; managers %v", name, rv, after.GetResourceVersion(), managers)
+		if after := after.GetLabels(); !maps.Equal(before, after) {
 			t.Errorf("the migration changed Logger %s's labels: %v, then %v; a storage migration must not edit what it rewrites", name, before, after)
 		}
 	})
