@@ -1,11 +1,12 @@
 package v1
 
 import (
-	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	v2 "github.com/operator-flow/operator-flow/advanced/A3-api-versions/api/example/v2"
@@ -26,9 +27,12 @@ const IntervalAnnotation = "v2.example.com/interval"
 
 // ConvertTo converts this v1 Logger into the hub, v2. spec.interval is
 // IntervalAnnotation when the annotation still describes spec.timeInterval
-// (and is an interval v2 admits), else timeInterval seconds: a v1 client that changed timeInterval left an
-// annotation that no longer does, and its new value wins. The annotation is
-// not carried to v2.
+// (and is an interval v2 admits), else timeInterval seconds: a v1 client
+// that changed timeInterval left an annotation that no longer does, and its
+// new value wins. An annotation v2 does not admit is never taken: v1's
+// schema does not check it, and v2's would refuse it. The annotation is not
+// carried to v2. It never fails: any timeInterval, even one outside v1's
+// bounds, is "<n>s".
 func (src *Logger) ConvertTo(dstRaw conversion.Hub) error {
 	dst := dstRaw.(*v2.Logger)
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
@@ -55,18 +59,16 @@ func (src *Logger) ConvertTo(dstRaw conversion.Hub) error {
 }
 
 // ConvertFrom converts the hub, v2, into this v1 Logger. spec.timeInterval
-// is spec.interval in whole seconds, rounded, at least 1; when that does not
-// give spec.interval back exactly, IntervalAnnotation keeps it.
+// is timeIntervalOf spec.interval; when intervalOf(timeInterval) does not
+// give spec.interval back exactly, IntervalAnnotation keeps it. It never
+// fails: the API server sends every object of a list or watch that needs
+// converting in one ConversionReview, and one error fails them all.
 func (dst *Logger) ConvertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*v2.Logger)
-	d, err := v2.ParseInterval(src.Spec.Interval)
-	if err != nil {
-		return fmt.Errorf("Logger %s/%s: %w", src.Namespace, src.Name, err)
-	}
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)
 	dst.Spec = LoggerSpec{
 		Name:         src.Spec.Name,
-		TimeInterval: seconds(d),
+		TimeInterval: timeIntervalOf(src.Spec.Interval),
 		Replicas:     copyInt32(src.Spec.Replicas),
 	}
 	delete(dst.Annotations, IntervalAnnotation)
@@ -84,6 +86,23 @@ func (dst *Logger) ConvertFrom(srcRaw conversion.Hub) error {
 		State:              src.Status.State,
 	}
 	return nil
+}
+
+// timeIntervalOf is v1's timeInterval for a v2 interval. "<n>s", as
+// intervalOf spells n, is n, even outside v1's bounds: ConvertTo wrote it
+// for a Logger stored as v1 before the bounds, and gives n back. Any other
+// interval is seconds of it, so from 1 to 3600, and 1 when it is no
+// duration at all (the schema refuses it; only an object stored around the
+// API server could carry one).
+func timeIntervalOf(interval string) int32 {
+	if n, err := strconv.ParseInt(strings.TrimSuffix(interval, "s"), 10, 32); err == nil && intervalOf(int32(n)) == interval {
+		return int32(n)
+	}
+	d, err := strfmt.ParseDuration(interval)
+	if err != nil {
+		return 1
+	}
+	return seconds(d)
 }
 
 // intervalOf is how v2 spells v1's timeInterval: "90s", not "1m30s".

@@ -2,6 +2,7 @@ package v1
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 )
 
 // What v1 says for each v2 interval, and what it keeps in the annotation.
+// A v1 client, and an admission policy written against v1, sees the
+// rounded number: 4500ms is 5.
 func TestConvertFromHub(t *testing.T) {
 	for _, tc := range []struct {
 		interval     string
@@ -23,6 +26,7 @@ func TestConvertFromHub(t *testing.T) {
 		{"90s", 90, ""},
 		{"1m30s", 90, "1m30s"},
 		{"1500ms", 2, "1500ms"},
+		{"4500ms", 5, "4500ms"},
 		{"100ms", 1, "100ms"},
 		{"1h", 3600, "1h"},
 		{"2 minutes", 120, "2 minutes"},
@@ -56,37 +60,31 @@ func TestV1EditWins(t *testing.T) {
 	}
 }
 
-// A v2 interval that is not a duration cannot be converted: the error
-// names the field and the Logger. The schema refuses such a value, so only
-// a Logger stored around the schema could carry one.
-func TestConvertFromBadInterval(t *testing.T) {
-	var v1 Logger
-	err := v1.ConvertFrom(hub("soon"))
-	if err == nil || !strings.Contains(err.Error(), `Logger ns/heartbeat: spec.interval "soon" is not a duration`) {
-		t.Fatalf("error %v, want one that names spec.interval and the Logger", err)
-	}
-}
-
-// FuzzHubRoundTrip: every v2 Logger the schema admits, converted to v1 and
-// back, is the same object. The interval is spelled in each of the ways
-// the API server accepts.
+// FuzzHubRoundTrip: every v2 Logger whose interval the schema admits, or
+// is "<n>s" for any int32 n (what ConvertTo makes of a v1 Logger stored
+// before v1's bounds), converted to v1 and back, is the same object, but
+// for an IntervalAnnotation on it, which v2 has no use for: that one is
+// dropped. The interval is spelled in each of the ways the API server
+// accepts. Any other interval, too, converts to v1 without an error:
+// timeInterval clamped to 1 to 3600, the interval in the annotation.
 func FuzzHubRoundTrip(f *testing.F) {
 	f.Add("heartbeat", int64(5000), uint8(0), "", int32(2), true, "team", "a", "Available", int64(3))
 	f.Add("x", int64(1500), uint8(1), "", int32(0), true, "", "", "", int64(0))
 	f.Add("audit", int64(90000), uint8(2), "", int32(10), false, "example.com/team", "", "Unavailable", int64(1))
 	f.Add("y", int64(0), uint8(4), "2 minutes", int32(1), true, IntervalAnnotation, "stale", "", int64(7))
+	f.Add("old", int64(0), uint8(2), "", int32(1), true, "", "", "", int64(1))       // "0s"
+	f.Add("old", int64(-5000), uint8(2), "", int32(1), true, "", "", "", int64(1))   // "-5s"
+	f.Add("old", int64(7200000), uint8(0), "", int32(1), true, "", "", "", int64(1)) // "2h0m0s"
+	f.Add("bad", int64(0), uint8(4), "soon", int32(1), true, "", "", "", int64(1))
 	f.Fuzz(func(t *testing.T, printed string, millis int64, spelling uint8, raw string, replicas int32, setReplicas bool, key, value, state string, generation int64) {
 		interval := spell(millis, spelling, raw)
-		if _, err := v2.ParseInterval(interval); err != nil {
-			t.Skip() // the schema refuses it
-		}
 		in := hub(interval)
 		in.Spec.Name = printed
 		in.Spec.Replicas = nil
 		if setReplicas {
 			in.Spec.Replicas = &replicas
 		}
-		if key != "" && key != IntervalAnnotation {
+		if key != "" {
 			in.Annotations = map[string]string{key: value}
 		}
 		in.Status = v2.LoggerStatus{State: state, ObservedGeneration: generation}
@@ -98,30 +96,49 @@ func FuzzHubRoundTrip(f *testing.F) {
 		if err := spoke.ConvertFrom(in.DeepCopy()); err != nil {
 			t.Fatalf("v2 → v1: %v", err)
 		}
+		if _, err := v2.ParseInterval(interval); err != nil && !legacy(interval) {
+			if ti := spoke.Spec.TimeInterval; ti < 1 || ti > 3600 || spoke.Annotations[IntervalAnnotation] != interval {
+				t.Fatalf("v2 interval %q, which v2 does not admit: v1 timeInterval %d, annotation %q; want 1 to 3600, and the interval", interval, ti, spoke.Annotations[IntervalAnnotation])
+			}
+			return
+		}
 		var out v2.Logger
 		if err := spoke.ConvertTo(&out); err != nil {
 			t.Fatalf("v1 → v2: %v", err)
 		}
-		if !apiequality.Semantic.DeepEqual(in, &out) {
+		want := in.DeepCopy()
+		delete(want.Annotations, IntervalAnnotation)
+		if len(want.Annotations) == 0 {
+			want.Annotations = nil
+		}
+		if !apiequality.Semantic.DeepEqual(want, &out) {
 			t.Fatalf("v2 → v1 → v2 changed the Logger:\n in: %+v\nv1: %+v\nout: %+v", in, &spoke, &out)
 		}
 	})
 }
 
-// FuzzSpokeRoundTrip: every v1 Logger the schema admits, converted to v2 and
-// back, is the same object, but for an IntervalAnnotation that does not
+// legacy reports whether interval is "<n>s" for an int32 n, as ConvertTo
+// spells timeInterval n: no sign but minus, no leading zero.
+func legacy(interval string) bool {
+	n, err := strconv.ParseInt(strings.TrimSuffix(interval, "s"), 10, 32)
+	return err == nil && fmt.Sprintf("%ds", n) == interval
+}
+
+// FuzzSpokeRoundTrip: every v1 Logger, whatever its timeInterval (one
+// stored before v1's bounds included), converted to v2 and back, is the
+// same object, but for an IntervalAnnotation that does not
 // describe spec.timeInterval (written by hand, or left behind by a v1
 // client's change of timeInterval): that one is dropped.
 func FuzzSpokeRoundTrip(f *testing.F) {
 	f.Add("heartbeat", int32(5), int32(2), true, false, "", "team", "a")
 	f.Add("x", int32(2), int32(0), true, true, "1500ms", "", "")
 	f.Add("y", int32(90), int32(1), false, true, "1m30s", "example.com/team", "b")
-	f.Add("z", int32(7), int32(1), false, true, "1500ms", "", "") // left behind
-	f.Add("w", int32(5), int32(1), false, true, "5s", "", "")     // says what timeInterval says
+	f.Add("z", int32(7), int32(1), false, true, "1500ms", "", "")  // left behind
+	f.Add("w", int32(5), int32(1), false, true, "5s", "", "")      // says what timeInterval says
+	f.Add("old", int32(0), int32(1), false, true, "100ms", "", "") // stored before the bounds
+	f.Add("old", int32(-5), int32(1), false, false, "", "", "")
+	f.Add("old", int32(7200), int32(1), false, false, "", "", "")
 	f.Fuzz(func(t *testing.T, printed string, timeInterval, replicas int32, setReplicas, annotate bool, kept, key, value string) {
-		if timeInterval < 1 || timeInterval > 3600 {
-			t.Skip() // the schema refuses it
-		}
 		in := &Logger{
 			ObjectMeta: metav1.ObjectMeta{Name: "heartbeat", Namespace: "ns", Generation: 2},
 			Spec:       LoggerSpec{Name: printed, TimeInterval: timeInterval},
