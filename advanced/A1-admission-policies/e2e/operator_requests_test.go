@@ -63,6 +63,11 @@ func requests(f fixtures) []request {
 	dangling, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{{
 		APIVersion: "example.com/v1", Kind: "Logger", Name: "own", UID: "00000000-0000-0000-0000-000000000000", Controller: ptr.To(true),
 	}}}})
+	// A strategic merge patch merges owner references by uid; one
+	// controller is all the API server's validation allows.
+	second, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{{
+		APIVersion: "example.com/v1", Kind: "Logger", Name: "ghost", UID: "00000000-0000-0000-0000-000000000000",
+	}}}})
 	adopt, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{
 		loggerReference("orphan", f.orphan),
 	}}})
@@ -78,7 +83,7 @@ func requests(f fixtures) []request {
 			d.Spec.Template.Spec.HostPID = true
 			d.Spec.Template.Spec.NodeName = "kwok-control-plane"
 			d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "etc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/kubernetes"}}}}
-			container(d).SecurityContext.Privileged = ptr.To(true)
+			privileged(container(d))
 			container(d).VolumeMounts = []corev1.VolumeMount{{Name: "etc", MountPath: "/host"}}
 		})},
 		{"create one that mounts a Secret", false, "volumes, volumeMounts", create(f.ns, func(d *appsv1.Deployment) {
@@ -124,7 +129,7 @@ func requests(f fixtures) []request {
 		{"scale an admin's Deployment to 0", false, "labelled app.kubernetes.io/managed-by=operator-flow", patch("foreign", types.MergePatchType, `{"spec":{"replicas":0}}`)},
 		{"point a Logger's Deployment at a Logger that does not exist", false, "may not set these ownerReferences on logger-own", patch("logger-own", types.MergePatchType, string(dangling))},
 		// What an attacker holding the token tries next.
-		{"the same with a strategic merge patch", false, "may not set these ownerReferences on logger-own", patch("logger-own", types.StrategicMergePatchType, string(dangling))},
+		{"add a second owner reference, to a Logger that does not exist, with a strategic merge patch", false, "may not set these ownerReferences on logger-own", patch("logger-own", types.StrategicMergePatchType, string(second))},
 		{"add the managed-by label to an admin's Deployment with a JSON patch", false, "and foreign is not", patch("foreign", types.JSONPatchType,
 			`[{"op":"add","path":"/metadata/labels","value":{"app.kubernetes.io/managed-by":"operator-flow"}}]`)},
 		{"server-side apply a privileged Deployment", false, "privileged", func(ctx context.Context) error {
@@ -132,7 +137,7 @@ func requests(f fixtures) []request {
 			d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
 			d.Name = "logger-applied"
 			d.OwnerReferences[0].Name = "applied"
-			container(d).SecurityContext.Privileged = ptr.To(true)
+			privileged(container(d))
 			b, err := json.Marshal(d)
 			if err != nil {
 				return err
@@ -188,6 +193,13 @@ func requests(f fixtures) []request {
 			return err
 		}},
 	}
+}
+
+// privileged makes c privileged; the API server refuses a privileged
+// container that does not allow privilege escalation.
+func privileged(c *corev1.Container) {
+	c.SecurityContext.Privileged = ptr.To(true)
+	c.SecurityContext.AllowPrivilegeEscalation = nil
 }
 
 // operatorDeployment is the Deployment stage 06's desiredDeployment
