@@ -58,9 +58,8 @@ func TestOperatorAccountNarrowed(t *testing.T) {
 	rows := c.Namespace(t, "a1-rows")
 	other := c.Namespace(t, "a1-other")
 
-	// The images parameter first, then the policies, then their bindings:
-	// the API server starts watching ConfigMaps when a binding first needs
-	// one, and a watch that starts after the parameter lists it.
+	// The images parameter first, then the policies, then their bindings,
+	// as kubectl apply creates them from the file.
 	param := installParam(t, c)
 	install(t, c, "operator-deployments.yaml", "", func(o *unstructured.Unstructured) {
 		switch o.GetKind() {
@@ -101,8 +100,6 @@ func TestOperatorAccountNarrowed(t *testing.T) {
 		}
 		_, err = asOperator.AppsV1().Deployments(rows).Create(ctx, operatorDeployment(rows, "own", f.own), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
-			// "no params found": the parameter is not in the API server's
-			// cache of ConfigMaps (the README's frozen informer).
 			return false, "the operator's own Deployment refused: " + err.Error(), nil
 		}
 		return true, "", nil
@@ -239,26 +236,27 @@ func available(t *testing.T, c *harness.Clients, ns, name string) {
 	})
 }
 
-// installParam creates the ConfigMaps of operator-deployments.yaml, each
-// renamed with a suffix of its own, and deletes them when the test ends. It
-// returns the name of the last ("" when the file has none).
+// installParam creates the Namespaces of operator-deployments.yaml (the
+// images parameter), each renamed with a suffix of its own, and deletes
+// them when the test ends. It returns the name of the last ("" when the
+// file has none).
 func installParam(t *testing.T, c *harness.Clients) (name string) {
 	t.Helper()
 	objs, err := harness.ReadObjects(policyFile("operator-deployments.yaml"))
 	must(t, err)
 	for _, o := range objs {
-		if o.GetKind() != "ConfigMap" {
+		if o.GetKind() != "Namespace" {
 			continue
 		}
-		cm := &corev1.ConfigMap{}
-		must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cm))
-		cm.Name += "-" + rand.String(5)
-		_, err := c.Kube.CoreV1().ConfigMaps(cm.Namespace).Create(context.Background(), cm, metav1.CreateOptions{})
+		ns := &corev1.Namespace{}
+		must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ns))
+		ns.Name += "-" + rand.String(5)
+		_, err := c.Kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
 		must(t, err)
 		t.Cleanup(func() {
-			_ = c.Kube.CoreV1().ConfigMaps(cm.Namespace).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
+			_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 		})
-		name = cm.Name
+		name = ns.Name
 	}
 	return name
 }

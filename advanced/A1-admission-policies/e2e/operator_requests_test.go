@@ -187,9 +187,9 @@ func requests(f fixtures) []request {
 				Spec: operatorDeployment(f.ns, "own", f.own).Spec.Template.Spec}, dry)
 			return err
 		}},
-		{"change the images parameter in kube-system", false, `cannot patch resource "configmaps"`, func(ctx context.Context) error {
-			_, err := f.asAccount.CoreV1().ConfigMaps("kube-system").Patch(ctx, "operator-flow-logger-images", types.MergePatchType,
-				[]byte(`{"data":{"images":"evil:latest"}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		{"change the images parameter", false, `cannot patch resource "namespaces"`, func(ctx context.Context) error {
+			_, err := f.asAccount.CoreV1().Namespaces().Patch(ctx, "operator-flow-admission", types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"operator-flow/logger-images":"evil:latest"}}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 			return err
 		}},
 	}
