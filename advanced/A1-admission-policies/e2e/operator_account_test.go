@@ -91,14 +91,14 @@ func TestOperatorAccountNarrowed(t *testing.T) {
 	f.asAccount = asOperator
 
 	// The policies act once their informers have them, and the parameter.
-	harness.Eventually(t, settle, "the policies to refuse an unlabelled Deployment and admit the operator's", func(ctx context.Context) (bool, string, error) {
-		bad := operatorDeployment(rows, "own", f.own)
+	harness.Eventually(t, settle, "the policies to refuse an unlabelled Deployment and admit the operator's", func(context.Context) (bool, string, error) {
+		bad := operatorDeployment(rows, "fresh", f.fresh)
 		bad.Labels = nil
 		_, err := asOperator.AppsV1().Deployments(rows).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
 			return false, "an unlabelled Deployment admitted", nil
 		}
-		_, err = asOperator.AppsV1().Deployments(rows).Create(ctx, operatorDeployment(rows, "own", f.own), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err = asOperator.AppsV1().Deployments(rows).Create(ctx, operatorDeployment(rows, "fresh", f.fresh), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, "the operator's own Deployment refused: " + err.Error(), nil
 		}
@@ -113,8 +113,8 @@ func TestOperatorAccountNarrowed(t *testing.T) {
 				}
 				return
 			}
-			harness.Eventually(t, settle, "the request to be refused, naming "+r.names, func(ctx context.Context) (bool, string, error) {
-				err := r.send(ctx)
+			harness.Eventually(t, settle, "the request to be refused, naming "+r.names, func(context.Context) (bool, string, error) {
+				err := r.send(ctx) // the test's: a request cut short by the deadline would hide the last answer
 				if err == nil {
 					return false, "admitted", nil
 				}
@@ -141,7 +141,7 @@ func TestOperatorAccountNarrowed(t *testing.T) {
 	})
 
 	t.Run("an admin's identical request passes: the policies bind the account only", func(t *testing.T) {
-		d := operatorDeployment(rows, "own", f.own)
+		d := operatorDeployment(rows, "fresh", f.fresh)
 		d.Spec.Template.Spec.ServiceAccountName = "admin-bot"
 		d.Spec.Template.Spec.Containers[0].Image = "busybox:1.36"
 		if _, err := c.Kube.AppsV1().Deployments(rows).Create(ctx, d, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
@@ -269,7 +269,7 @@ func makeFixtures(t *testing.T, c *harness.Clients, ns string) fixtures {
 	for _, l := range []struct {
 		name string
 		uid  *types.UID
-	}{{"own", &f.own}, {"unlabelled", &f.unlabelled}, {"orphan", &f.orphan}} {
+	}{{"own", &f.own}, {"unlabelled", &f.unlabelled}, {"orphan", &f.orphan}, {"fresh", &f.fresh}} {
 		o, err := c.Dynamic.Resource(loggers).Namespace(ns).Create(ctx, harness.NewLogger(l.name, l.name, 10, 1), metav1.CreateOptions{})
 		must(t, err)
 		*l.uid = o.GetUID()

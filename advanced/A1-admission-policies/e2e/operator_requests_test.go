@@ -32,12 +32,13 @@ type request struct {
 // fixtures are the objects the requests act on, made by an admin in ns:
 // the Logger own and its Deployment logger-own as stage 06 writes it;
 // foreign, an admin's Deployment; logger-unlabelled, controlled by the
-// Logger unlabelled but without the managed-by label; and logger-orphan,
-// labelled, with no controller, and its Logger orphan.
+// Logger unlabelled but without the managed-by label; logger-orphan,
+// labelled, with no controller, and its Logger orphan; and the Logger
+// fresh, with no Deployment yet.
 type fixtures struct {
-	ns                      string
-	own, unlabelled, orphan types.UID
-	asAccount               *kubernetes.Clientset
+	ns                             string
+	own, unlabelled, orphan, fresh types.UID
+	asAccount                      *kubernetes.Clientset
 }
 
 // requests are the rows of the table, in its order.
@@ -46,7 +47,7 @@ func requests(f fixtures) []request {
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	create := func(ns string, edit func(d *appsv1.Deployment)) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			d := operatorDeployment(ns, "own", f.own)
+			d := operatorDeployment(ns, "fresh", f.fresh)
 			edit(d)
 			_, err := deploy(ns).Create(ctx, d, dry)
 			return err
@@ -122,7 +123,7 @@ func requests(f fixtures) []request {
 		{"create one without the managed-by label", false, "labelled app.kubernetes.io/managed-by=operator-flow", create(f.ns, func(d *appsv1.Deployment) {
 			delete(d.Labels, "app.kubernetes.io/managed-by")
 		})},
-		{"create one with no owner reference", false, "may not set these ownerReferences on logger-own", create(f.ns, func(d *appsv1.Deployment) {
+		{"create one with no owner reference", false, "may not set these ownerReferences on logger-fresh", create(f.ns, func(d *appsv1.Deployment) {
 			d.OwnerReferences = nil
 		})},
 		{"add the managed-by label to an admin's Deployment", false, "and foreign is not", patch("foreign", types.MergePatchType, managedBy)},
@@ -265,8 +266,11 @@ func documentedRequests(t *testing.T) []request {
 	section, _, _ = strings.Cut(section, "\n## ")
 	var rows []request
 	for _, line := range strings.Split(section, "\n") {
-		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if !strings.HasPrefix(line, "|") || cells[0] == "the account's request (a dry run)" || strings.HasPrefix(cells[0], "---") {
+		cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "| "), "|"), " | ")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|---") || cells[0] == "the account's request (a dry run)" {
 			continue
 		}
 		if len(cells) != 3 || (cells[1] != "yes" && cells[1] != "no") {
