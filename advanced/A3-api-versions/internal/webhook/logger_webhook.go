@@ -8,11 +8,14 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +91,10 @@ func (w *LoggerWebhook) Default(ctx context.Context, l *examplev2.Logger) error 
 	if err != nil {
 		return err
 	}
+	if fromMigrator(req) {
+		logRequest(ctx, req, "mutate", nil, "skipped", migratorFieldManager)
+		return nil
+	}
 	var kv []any
 	if _, ok := l.Annotations[examplev1.IntervalAnnotation]; ok {
 		delete(l.Annotations, examplev1.IntervalAnnotation)
@@ -110,6 +117,29 @@ func (w *LoggerWebhook) Default(ctx context.Context, l *examplev2.Logger) error 
 	l.Labels[TeamLabel] = team
 	logRequest(ctx, req, "mutate", nil, append(kv, "team", team)...)
 	return nil
+}
+
+// migratorFieldManager is the field manager of kube-controller-manager's
+// storage version migrator (its controller name), which rewrites every
+// stored Logger with an empty server-side apply.
+const migratorFieldManager = "storage-version-migrator-controller"
+
+// fromMigrator reports whether the write is the storage migrator's. Its
+// empty apply reaches admission as an UPDATE, and defaulting it would turn
+// a migration, which only stores each object again in the storage version,
+// into a mass edit: every Logger without a team label in a labelled
+// namespace would gain one. The API server hands a patch's options to
+// admission as UpdateOptions, fieldManager included. Any client may name
+// this field manager; it skips the defaulting only, never the validation.
+func fromMigrator(req admission.Request) bool {
+	if req.Operation != admissionv1.Update || len(req.Options.Raw) == 0 {
+		return false
+	}
+	var opts metav1.UpdateOptions
+	if err := json.Unmarshal(req.Options.Raw, &opts); err != nil {
+		return false
+	}
+	return opts.FieldManager == migratorFieldManager
 }
 
 // ValidateCreate refuses a Logger whose replicas are over its namespace's

@@ -249,3 +249,37 @@ func TestAnnotationStrippedOnV2(t *testing.T) {
 		}
 	}
 }
+
+// TestMigratorWriteIsNotDefaulted: the storage migrator's empty apply, an
+// UPDATE with its field manager, leaves a Logger without a team label as it
+// is, in a namespace that has one; the same UPDATE from another field
+// manager is defaulted.
+func TestMigratorWriteIsNotDefaulted(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-ns", Labels: map[string]string{TeamLabel: "platform"}}}
+	w := &LoggerWebhook{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns).Build()}
+	for manager, wantLabels := range map[string]map[string]string{
+		migratorFieldManager: nil,
+		"kubectl-edit":       {TeamLabel: "platform"},
+	} {
+		opts, err := json.Marshal(metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, FieldManager: manager})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Update, Namespace: "team-ns", Name: "l",
+			Kind:    metav1.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Logger"},
+			Options: runtime.RawExtension{Raw: opts},
+		}})
+		l := &examplev2.Logger{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "team-ns"}}
+		if err := w.Default(ctx, l); err != nil {
+			t.Fatalf("field manager %s: Default: %v", manager, err)
+		}
+		if !maps.Equal(l.Labels, wantLabels) {
+			t.Errorf("an UPDATE by field manager %s: want labels %v, got %v", manager, wantLabels, l.Labels)
+		}
+	}
+}
