@@ -138,7 +138,9 @@ install_admission() {
 	[[ -d "$ROOT/$1/config/admission" ]] || return 0
 	say "installing the admission policies of ${1}/config/admission"
 	id_of "$1" >"$TEARDOWN" # first: should the apply fail halfway, stop removes what went in
-	kubectl label --local -f "$ROOT/$1/config/admission" "$LAB_LABEL=$(id_of "$1")" -o yaml | kubectl apply -f - >/dev/null
+	# JSON: for several objects, label -o yaml writes documents without a
+	# "---" between them; apply reads a stream of JSON objects.
+	kubectl label --local -f "$ROOT/$1/config/admission" "$LAB_LABEL=$(id_of "$1")" -o json | kubectl apply -f - >/dev/null
 }
 
 remove_admission() {

@@ -38,6 +38,15 @@ func TestAnyLabAfterAnyLab(t *testing.T) {
 			if id != "1" {
 				ownedByTheLoggers(t, target, previous)
 			}
+			// Module A1's policies are there during lab A1 only: the next
+			// lab's teardown deletes them by the label lab A1 gave them.
+			policies := strings.Fields(kubectlOn(t, orderCluster, "get", "validatingadmissionpolicies,mutatingadmissionpolicies,validatingadmissionpolicybindings,mutatingadmissionpolicybindings", "-o", "name"))
+			if id == "A1" && len(policies) == 0 {
+				t.Errorf("make lab-A1 installed no admission policy")
+			}
+			if id != "A1" && len(policies) != 0 {
+				t.Errorf("after make %s (after %s), these admission policies are left: %v", target, previous, policies)
+			}
 		}
 		previous = "make " + target
 	}
