@@ -2,9 +2,10 @@
 # lab.sh: what `make run-N`, `make lab-N` and `make lab-stop` do.
 #
 #   lab.sh run N    install stage N's CRDs, run its operator in the foreground
-#   lab.sh lab N    install stage N's CRDs, replace any lab operator with stage
-#                   N's (in the background), apply the samples, wait until they
-#                   converge, print them and where to read on
+#   lab.sh lab N [FLAG...]
+#                   install stage N's CRDs, replace any lab operator with stage
+#                   N's (in the background, with FLAGs), apply the samples,
+#                   wait until they converge, print them and where to read on
 #   lab.sh stop     stop the operator a lab started, and remove the admission
 #                   policies or webhook configurations it installed
 #   lab.sh kill     kill that operator (SIGKILL), leaving the rest
@@ -23,6 +24,7 @@ KUBECONFIG=$("$ROOT/cluster/cluster.sh" kubeconfig)
 export KUBECONFIG
 export PATH="$BIN:$PATH"
 PIDFILE="$STATE/lab-operator${CLUSTER_NAME:+-$CLUSTER_NAME}.pid"
+CMDLINE="$STATE/lab-operator${CLUSTER_NAME:+-$CLUSTER_NAME}.cmdline" # what ps showed for it
 
 say() { printf '>> %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -89,12 +91,14 @@ install_crds() {
 # SIGKILL as a crash would.
 stop_operator() {
 	[[ -f $PIDFILE ]] || return 0
-	local pid signal=${1:-TERM}
+	local pid signal=${1:-TERM} started
 	pid=$(cat "$PIDFILE")
-	# Only signal the process we started: the pid must still be our operator.
-	# ps -o command= prints its command line on Linux and macOS alike
-	# (macOS has no /proc).
-	if kill -0 "$pid" 2>/dev/null && ps -p "$pid" -o command= 2>/dev/null | grep -q "$STATE/lab/operator-"; then
+	started=$(cat "$CMDLINE" 2>/dev/null || true)
+	# Only signal the process we started: the pid's command line must still
+	# be the one recorded when it started, compared as a string (the path
+	# may hold spaces, [ or *). ps -o command= prints it on Linux and macOS
+	# alike (macOS has no /proc), whole when its output is not a terminal.
+	if [[ -n $started ]] && kill -0 "$pid" 2>/dev/null && [[ $(ps -p "$pid" -o command= 2>/dev/null) == "$started" ]]; then
 		if [[ $signal == KILL ]]; then
 			say "killing the lab operator (pid $pid), as a crash would"
 		else
@@ -104,29 +108,48 @@ stop_operator() {
 		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
 	fi
-	rm -f "$PIDFILE"
+	rm -f "$PIDFILE" "$CMDLINE"
 }
 
 has_operator() { [[ -n $(operator_dir "$1") ]]; }
 
 # What a lab set up cluster-wide besides its operator (a module's admission
-# policies; module A2's webhook configurations, which its own lab script
-# sets up) is removed again when the lab stops or another lab starts: the
-# command that removes it is kept here.
+# policies; module A2's webhook configurations and A3's CRDs, which their
+# own lab scripts set up) is removed again when the lab stops or another lab
+# starts, `make run-N` included. The file keeps the lab's id only; the
+# command is looked up in teardown_command, never read from the file.
 TEARDOWN="$STATE/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
+
+# The label on what install_admission applies: the teardown deletes by it,
+# so a policy renamed or removed in the checkout since goes too.
+LAB_LABEL=operator-flow.dev/lab
+
+# teardown_command ID: the command that removes what lab ID set up.
+teardown_command() {
+	case "$1" in
+	A1) echo "kubectl delete --ignore-not-found validatingadmissionpolicies,validatingadmissionpolicybindings,mutatingadmissionpolicies,mutatingadmissionpolicybindings -l $LAB_LABEL" ;;
+	A2) echo "advanced/A2-admission-webhook/hack/lab.sh down" ;;
+	A3) echo "advanced/A3-api-versions/hack/lab.sh down" ;;
+	*) return 1 ;;
+	esac
+}
 
 install_admission() {
 	[[ -d "$ROOT/$1/config/admission" ]] || return 0
 	say "installing the admission policies of ${1}/config/admission"
-	kubectl apply -f "$ROOT/$1/config/admission" >/dev/null
-	echo "kubectl delete --ignore-not-found -f $1/config/admission" >"$TEARDOWN"
+	id_of "$1" >"$TEARDOWN" # first: should the apply fail halfway, stop removes what went in
+	# JSON: for several objects, label -o yaml writes documents without a
+	# "---" between them; apply reads a stream of JSON objects.
+	kubectl label --local -f "$ROOT/$1/config/admission" "$LAB_LABEL=$(id_of "$1")" -o json | kubectl apply -f - >/dev/null
 }
 
 remove_admission() {
 	[[ -f $TEARDOWN ]] || return 0
-	local teardown
-	read -r -a teardown <"$TEARDOWN" # the command, split into its words
-	say "removing what the last lab set up: ${teardown[*]}"
+	local id teardown
+	id=$(<"$TEARDOWN")
+	teardown=$(teardown_command "$id") || die "$TEARDOWN names no lab this script knows ('$id'); remove it once you have removed what that lab set up"
+	say "removing what the last lab set up: $teardown"
+	read -r -a teardown <<<"$teardown" # a command of ours, split into its words
 	(cd "$ROOT" && "${teardown[@]}")
 	rm -f "$TEARDOWN"
 }
@@ -200,6 +223,10 @@ cmd=${1:-}
 case "$cmd" in
 run)
 	dir=$(stage_dir "${2:?usage: lab.sh run N}")
+	# A lab's operator would hold the ports, and what the last lab set up
+	# (a Deny policy, a Fail webhook) would stay, its teardown overwritten.
+	stop_operator
+	remove_admission
 	install_crds "$dir"
 	install_admission "$dir"
 	has_operator "$dir" || { say "stage $dir has no operator: objects are stored and nothing acts on them. Try: make lab-1"; exit 0; }
@@ -208,8 +235,9 @@ run)
 	cd "$ROOT" && exec go run "./$(operator_dir "$dir")" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir")
 	;;
 lab)
-	n=${2:?usage: lab.sh lab N}
+	n=${2:?usage: lab.sh lab N [FLAG...]}
 	dir=$(stage_dir "$n")
+	shift 2 # the rest: more flags for the operator, each kept whole
 	id=$(id_of "$dir")
 	ns=lab
 	stop_operator
@@ -227,10 +255,17 @@ lab)
 		# tests use CLUSTER_NAME) must not overwrite the workshop's log.
 		log="$STATE/logs/lab-$id${CLUSTER_NAME:+-$CLUSTER_NAME}.log"
 		mkdir -p "$STATE/logs"
-		# LAB_OPERATOR_ARGS: more flags, as `make trace-N` passes (trace.sh).
-		# shellcheck disable=SC2046,SC2086 # split into flags on purpose
-		nohup "$STATE/lab/operator-$id" --kubeconfig "$KUBECONFIG" $(endpoint_flags "$dir") ${LAB_OPERATOR_ARGS:-} >"$log" 2>&1 &
+		# LAB_OPERATOR_ARGS: more flags, as `make trace-N` passes (trace.sh),
+		# split at blanks and never globbed; a flag that may hold a path (a
+		# module's --webhook-cert-dir) comes as an argument of its own.
+		args=("$STATE/lab/operator-$id" --kubeconfig "$KUBECONFIG")
+		for flag in $(endpoint_flags "$dir"); do args+=("$flag"); done
+		[[ $# -eq 0 ]] || args+=("$@")
+		read -r -a extra <<<"${LAB_OPERATOR_ARGS:-}"
+		[[ ${#extra[@]} -eq 0 ]] || args+=("${extra[@]}")
+		nohup "${args[@]}" >"$log" 2>&1 &
 		echo $! >"$PIDFILE"
+		echo "${args[*]}" >"$CMDLINE" # ps -o command= joins the arguments with a space too
 		say "$(what_runs "$dir") running in the background (pid $!); its log: ${log#"$ROOT"/}"
 		wait_ready "$dir" "$!"
 	fi

@@ -68,6 +68,80 @@ func TestCheckTellsRightFromWrong(t *testing.T) {
 	}
 }
 
+// TestCheckRunsTheUnitTestsOfTheCopy: check-4, check-5 and check-6 run the
+// unit tests of the learner's copy too. A copy whose operator passes the
+// e2e tests, but whose own quick tests fail, is not done: here the
+// reference with one more unit test that fails, named so that the
+// concept's -run pattern selects it.
+func TestCheckRunsTheUnitTestsOfTheCopy(t *testing.T) {
+	kubeconfig := harness.Env().EnvConf().KubeconfigFile()
+	for _, c := range cases {
+		if c.stage < 4 {
+			continue
+		}
+		t.Run(fmt.Sprintf("check-%d", c.stage), func(t *testing.T) {
+			stage := stageDir(t, c.stage)
+			dir := map[int]string{4: ".", 5: "internal/controller", 6: "internal/controller"}[c.stage]
+			copied := plainCopy(t, stage, "_check-e2e/unit-"+stage)
+			test, sub, _ := strings.Cut(strings.TrimSuffix(c.run, "$"), "/")
+			body := `t.Error("a unit test of the copy fails")`
+			if sub != "" {
+				body = fmt.Sprintf("t.Run(%q, func(t *testing.T) { %s })", sub, body)
+			}
+			pkg := map[int]string{4: "main", 5: "controller", 6: "controller"}[c.stage]
+			src := fmt.Sprintf("package %s\n\nimport \"testing\"\n\nfunc %s(t *testing.T) { %s }\n", pkg, test, body)
+			if err := os.WriteFile(harness.RepoPath(copied, dir, "zz_fails_test.go"), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := check(t, c.stage, "./"+copied, c.run, kubeconfig)
+			rejected(t, fmt.Sprint(c.stage), "a copy whose unit test fails", test, out, err)
+			if !strings.Contains(out, "PASS  "+c.fails) {
+				t.Errorf("check-%d on the reference plus a failing unit test must pass the e2e check %q; it said:\n%s", c.stage, c.fails, out)
+			}
+		})
+	}
+}
+
+// plainCopy copies stage, its e2e tests aside, to workspace/<name> with its
+// imports of itself moved there, as labs/exercise does, but cuts nothing;
+// it is removed at the end. It returns the copy's path from the root.
+func plainCopy(t *testing.T, stage, name string) string {
+	t.Helper()
+	dest := filepath.Join("workspace", name)
+	_ = os.RemoveAll(harness.RepoPath(dest))
+	t.Cleanup(func() {
+		_ = os.RemoveAll(harness.RepoPath(dest))
+		_ = os.Remove(harness.RepoPath("workspace", "_check-e2e"))
+		_ = os.Remove(harness.RepoPath("workspace"))
+	})
+	const module = "github.com/operator-flow/operator-flow/"
+	src := harness.RepoPath(stage)
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			if rel == "e2e" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(harness.RepoPath(dest, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(path, ".go") {
+			b = []byte(strings.ReplaceAll(string(b), `"`+module+stage, `"`+module+filepath.ToSlash(dest)))
+		}
+		return os.WriteFile(harness.RepoPath(dest, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.ToSlash(dest)
+}
+
 // TestCheckTellsRightFromWrongA1 does the same for module A1, whose
 // learner writes the policies' CEL: the starting point, a copy with one
 // file's CEL cut, and the module itself.

@@ -4,7 +4,9 @@
 # operator. hack/install-webhook writes a serving certificate into
 # .state/webhook-A2 and the two webhook configurations, for the namespace
 # lab only, calling https://<host>:9443; the operator gets --webhook-cert-dir
-# and --webhook-bind-address through LAB_OPERATOR_ARGS. The host is
+# and --webhook-bind-address as arguments of labs/lab.sh lab, each kept
+# whole (the certificate's folder is under the checkout, whose path may
+# hold a space). The host is
 # 127.0.0.1 on the kwok cluster, whose API server runs on this machine; on
 # kind (CLUSTER=kind) it is this machine's address on the Docker network
 # kind made, which the API server in the node's container reaches.
@@ -18,9 +20,9 @@
 #   lab.sh down   delete the configurations: with the operator stopped and
 #                 failurePolicy Fail, every create and update of a Logger in
 #                 namespace lab is
-#                 refused, whichever stage's lab runs next. make lab-stop
-#                 and the next lab run it (labs/lab.sh reads the command
-#                 from .state/lab-teardown)
+#                 refused, whichever stage's lab runs next. make lab-stop,
+#                 the next lab and the next run-N run it (.state/lab-teardown
+#                 names the lab, A2; labs/lab.sh knows its command)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -40,13 +42,14 @@ install_webhook() {
 }
 
 # teardown_later: make lab-stop, and the next lab, remove the configurations
-# again (labs/lab.sh runs this command).
+# again (labs/lab.sh's teardown_command runs this script's down for A2).
 teardown_later() {
-	echo "advanced/A2-admission-webhook/hack/lab.sh down" >"$ROOT/.state/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
+	echo A2 >"$ROOT/.state/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
 }
 
 case "${1:-}" in
 run)
+	labs/lab.sh stop # the last lab's operator and what it set up go first
 	install_webhook --failure-policy Fail
 	teardown_later
 	# labs/lab.sh run passes no extra flags: run the operator here.
@@ -60,7 +63,7 @@ lab)
 	install_webhook --failure-policy Ignore
 	# Recorded only once the lab has run: should labs/lab.sh fail, the
 	# configurations stay, with Ignore; make webhook-A2-down removes them.
-	LAB_OPERATOR_ARGS="--webhook-bind-address=$HOST:9443 --webhook-cert-dir=$CERTS ${LAB_OPERATOR_ARGS:-}" labs/lab.sh lab A2
+	labs/lab.sh lab A2 --webhook-bind-address="$HOST:9443" --webhook-cert-dir="$CERTS"
 	install_webhook --failure-policy Fail --keep-cert
 	teardown_later
 	;;

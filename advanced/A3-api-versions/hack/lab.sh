@@ -5,7 +5,9 @@
 # .state/webhook-A3, installs the CRDs with the Logger's conversion webhook
 # at https://<host>:9443/convert, and A2's two admission webhook
 # configurations for the namespace lab; the operator gets
-# --webhook-cert-dir and --webhook-bind-address through LAB_OPERATOR_ARGS.
+# --webhook-cert-dir and --webhook-bind-address as arguments of labs/lab.sh
+# lab, each kept whole (the certificate's folder is under the checkout,
+# whose path may hold a space).
 # The host is 127.0.0.1 on the kwok cluster, whose API server runs on this
 # machine; on kind (CLUSTER=kind) it is this machine's address on the Docker
 # network kind made, which the API server in the node's container reaches.
@@ -19,12 +21,13 @@
 #                 lab A3, its operator watching lab only. The admission
 #                 configurations go in with failurePolicy Ignore, and are
 #                 switched to Fail once the samples have converged
-#   lab.sh down   delete the admission configurations and the Logger CRD,
-#                 with every Logger in the cluster: another lab's v1-only
+#   lab.sh down   delete the admission configurations, every Logger with
+#                 its Deployment, and the Logger CRD: another lab's v1-only
 #                 CRD is refused while status.storedVersions lists v2, and
 #                 with the operator stopped, every conversion fails. make
-#                 lab-stop and the next lab run it (labs/lab.sh reads the
-#                 command from .state/lab-teardown)
+#                 lab-stop, the next lab and the next run-N run it
+#                 (.state/lab-teardown names the lab, A3; labs/lab.sh
+#                 knows its command)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -45,10 +48,33 @@ install_webhook() {
 	go run ./advanced/A3-api-versions/hack/install-webhook --namespace lab --cert-dir "$CERTS" --host "$HOST" "$@"
 }
 
+TEARDOWN="$ROOT/.state/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
+
 # teardown_later: make lab-stop, and the next lab, remove what this lab set
-# up again (labs/lab.sh runs this command).
+# up again (labs/lab.sh's teardown_command runs this script's down for A3).
 teardown_later() {
-	echo "advanced/A3-api-versions/hack/lab.sh down" >"$ROOT/.state/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
+	echo A3 >"$TEARDOWN"
+}
+
+# stop_last_lab: stop the last lab's operator and remove what it set up,
+# unless that lab was this one: run again, this lab keeps what it set up
+# (the upgrade, the Loggers).
+stop_last_lab() {
+	if [[ -f $TEARDOWN && $(<"$TEARDOWN") == A3 ]]; then
+		rm -f "$TEARDOWN"
+	fi
+	labs/lab.sh stop
+}
+
+# delete_loggers: every Logger, each with its Deployment, while the CRD
+# still serves the version their ownerReferences name (a Deployment the A3
+# operator made names example.com/v2). Once no served version resolves it,
+# the garbage collector keeps the Deployment and retries for ever, and the
+# next lab's operator finds logger-audit controlled by a Logger that no
+# longer exists. Foreground: kubectl returns once the Deployments are gone.
+delete_loggers() {
+	say "deleting every Logger and its Deployment, while the CRD still serves the version their owner references name"
+	bin/kubectl delete loggers --all --all-namespaces --cascade=foreground --timeout=60s >/dev/null
 }
 
 # before_upgrade: Loggers stored as v1, as module A2's lab leaves them,
@@ -70,6 +96,7 @@ before_upgrade() {
 
 case "${1:-}" in
 run)
+	stop_last_lab
 	install_webhook --failure-policy Fail
 	teardown_later
 	# labs/lab.sh run passes no extra flags: run the operator here.
@@ -78,13 +105,7 @@ run)
 		--webhook-bind-address="$HOST:9443" --webhook-cert-dir="$CERTS"
 	;;
 lab)
-	# Run again, this lab keeps what it set up (the upgrade, the Loggers):
-	# only another lab's teardown runs, with the last lab's operator.
-	teardown="$ROOT/.state/lab-teardown${CLUSTER_NAME:+-$CLUSTER_NAME}"
-	if [[ -f $teardown && $(<"$teardown") == "advanced/A3-api-versions/hack/lab.sh down" ]]; then
-		rm -f "$teardown"
-	fi
-	labs/lab.sh stop
+	stop_last_lab
 	before_upgrade
 	say "the upgrade: the module's CRDs (v1 and v2, v2 stored), converted by the operator"
 	install_webhook --failure-policy Ignore
@@ -93,7 +114,7 @@ lab)
 	# --namespace lab: the operator writes the status of lab's Loggers,
 	# which stores them as v2; archive's, which nobody writes, stay v1
 	# until the migration.
-	LAB_OPERATOR_ARGS="--namespace=lab --webhook-bind-address=$HOST:9443 --webhook-cert-dir=$CERTS ${LAB_OPERATOR_ARGS:-}" labs/lab.sh lab A3
+	labs/lab.sh lab A3 --namespace=lab --webhook-bind-address="$HOST:9443" --webhook-cert-dir="$CERTS"
 	install_webhook --failure-policy Fail --keep-cert
 	teardown_later
 	echo
@@ -108,6 +129,7 @@ down)
 		# the operator stopped no conversion webhook answers.
 		bin/kubectl patch crd loggers.example.com --type=json \
 			-p '[{"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}}]' >/dev/null
+		delete_loggers
 		bin/kubectl delete crd loggers.example.com --timeout=60s
 		# kubectl keeps the API's discovery for hours, and would send the
 		# next lab's `kubectl ... loggers` requests to v2; api-resources
