@@ -68,8 +68,9 @@ var Modules = map[string][]string{
 	// logRequest) are given.
 	"A2": {"LoggerWebhook.SetupWithManager", "LoggerWebhook.Default", "check", "LoggerWebhook.ValidateCreate", "LoggerWebhook.ValidateUpdate"},
 	// Conversion: v1's two methods to and from the hub, v2, the interval
-	// annotation included. The helpers (intervalOf, seconds, copyInt32),
-	// v2.ParseInterval, the hub's Hub() and the webhook's wiring are given.
+	// annotation included. The helpers (intervalOf, timeIntervalOf, seconds,
+	// copyInt32), v2.ParseInterval, the hub's Hub() and the webhook's wiring
+	// are given.
 	"A3": {"Logger.ConvertTo", "Logger.ConvertFrom"},
 }
 
@@ -94,15 +95,14 @@ var Steps = map[string]map[string][]string{
 		},
 		"Logger.ConvertFrom": {
 			"Fill dst from src, the v2 Logger in srcRaw (srcRaw.(*v2.Logger)):",
-			"1. read spec.interval with v2.ParseInterval; on error return it,",
-			"   prefixed \"Logger <namespace>/<name>: \";",
-			"2. metadata: a deep copy of src's ObjectMeta;",
-			"3. spec: name; replicas through copyInt32; timeInterval: seconds",
-			"   of the interval;",
-			"4. IntervalAnnotation: spec.interval when intervalOf(timeInterval)",
+			"It never returns an error: one error fails a whole list.",
+			"1. metadata: a deep copy of src's ObjectMeta;",
+			"2. spec: name; replicas through copyInt32; timeInterval:",
+			"   timeIntervalOf(spec.interval);",
+			"3. IntervalAnnotation: spec.interval when intervalOf(timeInterval)",
 			"   does not give it back exactly; else none, not even one that",
 			"   came with the metadata, and no empty annotation map;",
-			"5. status: state, observedGeneration, and a deep copy of the",
+			"4. status: state, observedGeneration, and a deep copy of the",
 			"   conditions.",
 		},
 	},
