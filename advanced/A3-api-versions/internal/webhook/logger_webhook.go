@@ -250,8 +250,9 @@ func replicasOf(l *examplev2.Logger) int32 {
 // NamespaceLifecycle admission plugin runs first), so a NotFound from the
 // cache means only that the cache lags. An error returned from here would
 // refuse the Logger whatever the webhook's failurePolicy: controller-runtime
-// answers allowed=false with the error's code, and failurePolicy covers
-// only a webhook that does not answer.
+// answers allowed=false (with the error's code for an API error, else 403),
+// a valid answer, and failurePolicy covers only a call that fails or an
+// answer that is not a valid AdmissionReview.
 func (w *LoggerWebhook) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
 	var ns corev1.Namespace
 	err := w.Client.Get(ctx, client.ObjectKey{Name: name}, &ns)

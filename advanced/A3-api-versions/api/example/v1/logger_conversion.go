@@ -61,8 +61,10 @@ func (src *Logger) ConvertTo(dstRaw conversion.Hub) error {
 // ConvertFrom converts the hub, v2, into this v1 Logger. spec.timeInterval
 // is timeIntervalOf spec.interval; when intervalOf(timeInterval) does not
 // give spec.interval back exactly, IntervalAnnotation keeps it. It never
-// fails: the API server sends every object of a list or watch that needs
-// converting in one ConversionReview, and one error fails them all.
+// fails: one Logger that does not convert fails every list and watch that
+// reads it (the API server's list stops at its first error), and
+// controller-runtime's handler fails a whole ConversionReview on its first
+// error.
 func (dst *Logger) ConvertFrom(srcRaw conversion.Hub) error {
 	src := srcRaw.(*v2.Logger)
 	src.ObjectMeta.DeepCopyInto(&dst.ObjectMeta)

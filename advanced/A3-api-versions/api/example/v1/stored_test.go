@@ -74,10 +74,10 @@ func TestConvertFromClamps(t *testing.T) {
 	}
 }
 
-// The API server sends every object of a list or watch that needs
-// converting in one ConversionReview, and controller-runtime's handler
-// fails the whole review on the first object that does not convert. So
-// one Logger stored before the bounds must convert like the others.
+// controller-runtime's handler fails a whole ConversionReview on the
+// first object that does not convert, and the API server's list stops at
+// the first object it cannot read. So one Logger stored before the bounds
+// must convert like the others.
 func TestReviewWithAStoredOutOfBoundsLogger(t *testing.T) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{AddToScheme, v2.AddToScheme} {
