@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -161,6 +162,34 @@ func requests(f fixtures) []request {
 		})},
 		{"create one with a priority class that preempts other pods", false, "priorityClassName", create(f.ns, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.PriorityClassName = "system-node-critical"
+		})},
+		{"create one whose container runs other commands from a postStart hook and an exec probe, and whose kubelet probes an address of the node's network", false, "lifecycle, livenessProbe, readinessProbe", create(f.ns, func(d *appsv1.Deployment) {
+			run := &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "nc -l -p 8053"}}
+			container(d).Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: run}}
+			container(d).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: run}}
+			container(d).ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Path: "/", Port: intstr.FromInt32(80)}}}
+		})},
+		{"create one in kube-system whose pods tolerate the control-plane taint and select a control-plane node", false, "nodeSelector, tolerations", create("kube-system", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+			d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		})},
+		{"create one whose pod runs without seccomp, AppArmor or SELinux confinement", false, "seccompProfile other than RuntimeDefault, appArmorProfile, seLinuxOptions", create(f.ns, func(d *appsv1.Deployment) {
+			container(d).SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+			container(d).SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+			container(d).SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+		})},
+		{"create one that pulls its image with another team's pull secret", false, "imagePullSecrets", create(f.ns, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "other-team-registry"}}
+		})},
+		{"create one whose pods share another team's ResourceClaim", false, "resourceClaims", create(f.ns, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("other-team-gpu")}}
+			container(d).Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+		})},
+		{"create one whose container may take a node's memory", false, "resources other than the logger's", create(f.ns, func(d *appsv1.Deployment) {
+			container(d).Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1Ti")
+		})},
+		{"create one with a thousand replicas", false, "replicas over 10", create(f.ns, func(d *appsv1.Deployment) {
+			d.Spec.Replicas = ptr.To[int32](1000)
 		})},
 		// RBAC's answers, for the subresources and kinds the policies do
 		// not match.
