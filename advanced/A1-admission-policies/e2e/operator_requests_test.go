@@ -178,6 +178,12 @@ func requests(f fixtures) []request {
 			container(d).SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
 			container(d).SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
 		})},
+		{"the same for AppArmor through the deprecated annotation, which the API server copies to a new pod's field", false, "appArmorProfile", create(f.ns, func(d *appsv1.Deployment) {
+			d.Spec.Template.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/logger": "unconfined"}
+		})},
+		{"create one whose container keeps the runtime's default capabilities", false, "capabilities.drop other than ALL", create(f.ns, func(d *appsv1.Deployment) {
+			container(d).SecurityContext.Capabilities = nil
+		})},
 		{"create one that pulls its image with another team's pull secret", false, "imagePullSecrets", create(f.ns, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "other-team-registry"}}
 		})},
