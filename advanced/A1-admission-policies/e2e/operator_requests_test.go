@@ -34,12 +34,13 @@ type request struct {
 // the Logger own and its Deployment logger-own as stage 06 writes it;
 // foreign, an admin's Deployment; logger-unlabelled, controlled by the
 // Logger unlabelled but without the managed-by label; logger-orphan,
-// labelled, with no controller, and its Logger orphan; and the Logger
-// fresh, with no Deployment yet.
+// labelled, with no controller, and its Logger orphan; logger-tolerated,
+// the Logger tolerated's, to which the admin added a toleration; and the
+// Logger fresh, with no Deployment yet.
 type fixtures struct {
-	ns                             string
-	own, unlabelled, orphan, fresh types.UID
-	asAccount                      *kubernetes.Clientset
+	ns                                        string
+	own, unlabelled, orphan, fresh, tolerated types.UID
+	asAccount                                 *kubernetes.Clientset
 }
 
 // requests are the rows of the table, in its order.
@@ -74,6 +75,7 @@ func requests(f fixtures) []request {
 		loggerReference("orphan", f.orphan),
 	}}})
 	repair, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": 1, "template": operatorDeployment(f.ns, "own", f.own).Spec.Template}})
+	repairTolerated, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": 1, "template": operatorDeployment(f.ns, "tolerated", f.tolerated).Spec.Template}})
 	managedBy := `{"metadata":{"labels":{"app.kubernetes.io/managed-by":"operator-flow"}}}`
 	return []request{
 		{"create a Logger's Deployment as stage 06 writes it", true, "", create(f.ns, func(*appsv1.Deployment) {})},
@@ -194,6 +196,7 @@ func requests(f fixtures) []request {
 		{"create one whose container may take a node's memory", false, "resources other than the logger's", create(f.ns, func(d *appsv1.Deployment) {
 			container(d).Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1Ti")
 		})},
+		{"repair a Logger's Deployment to which an admin added a toleration (the merge patch keeps it)", false, "tolerations", patch("logger-tolerated", types.MergePatchType, string(repairTolerated))},
 		{"create one with a thousand replicas", false, "replicas over 10", create(f.ns, func(d *appsv1.Deployment) {
 			d.Spec.Replicas = ptr.To[int32](1000)
 		})},
