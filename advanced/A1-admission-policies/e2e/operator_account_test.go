@@ -269,7 +269,7 @@ func makeFixtures(t *testing.T, c *harness.Clients, ns string) fixtures {
 	for _, l := range []struct {
 		name string
 		uid  *types.UID
-	}{{"own", &f.own}, {"unlabelled", &f.unlabelled}, {"orphan", &f.orphan}, {"fresh", &f.fresh}} {
+	}{{"own", &f.own}, {"unlabelled", &f.unlabelled}, {"orphan", &f.orphan}, {"fresh", &f.fresh}, {"tolerated", &f.tolerated}} {
 		o, err := c.Dynamic.Resource(loggers).Namespace(ns).Create(ctx, harness.NewLogger(l.name, l.name, 10, 1), metav1.CreateOptions{})
 		must(t, err)
 		*l.uid = o.GetUID()
@@ -278,7 +278,9 @@ func makeFixtures(t *testing.T, c *harness.Clients, ns string) fixtures {
 	delete(unlabelled.Labels, "app.kubernetes.io/managed-by")
 	orphan := operatorDeployment(ns, "orphan", "")
 	orphan.OwnerReferences = nil
-	for _, d := range []*appsv1.Deployment{operatorDeployment(ns, "own", f.own), unlabelled, orphan, deployment("foreign", nil, "")} {
+	tolerated := operatorDeployment(ns, "tolerated", f.tolerated)
+	tolerated.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	for _, d := range []*appsv1.Deployment{operatorDeployment(ns, "own", f.own), unlabelled, orphan, tolerated, deployment("foreign", nil, "")} {
 		_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
 		must(t, err)
 	}

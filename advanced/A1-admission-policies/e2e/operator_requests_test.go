@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -33,12 +34,13 @@ type request struct {
 // the Logger own and its Deployment logger-own as stage 06 writes it;
 // foreign, an admin's Deployment; logger-unlabelled, controlled by the
 // Logger unlabelled but without the managed-by label; logger-orphan,
-// labelled, with no controller, and its Logger orphan; and the Logger
-// fresh, with no Deployment yet.
+// labelled, with no controller, and its Logger orphan; logger-tolerated,
+// the Logger tolerated's, to which the admin added a toleration; and the
+// Logger fresh, with no Deployment yet.
 type fixtures struct {
-	ns                             string
-	own, unlabelled, orphan, fresh types.UID
-	asAccount                      *kubernetes.Clientset
+	ns                                        string
+	own, unlabelled, orphan, fresh, tolerated types.UID
+	asAccount                                 *kubernetes.Clientset
 }
 
 // requests are the rows of the table, in its order.
@@ -73,6 +75,7 @@ func requests(f fixtures) []request {
 		loggerReference("orphan", f.orphan),
 	}}})
 	repair, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": 1, "template": operatorDeployment(f.ns, "own", f.own).Spec.Template}})
+	repairTolerated, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": 1, "template": operatorDeployment(f.ns, "tolerated", f.tolerated).Spec.Template}})
 	managedBy := `{"metadata":{"labels":{"app.kubernetes.io/managed-by":"operator-flow"}}}`
 	return []request{
 		{"create a Logger's Deployment as stage 06 writes it", true, "", create(f.ns, func(*appsv1.Deployment) {})},
@@ -161,6 +164,41 @@ func requests(f fixtures) []request {
 		})},
 		{"create one with a priority class that preempts other pods", false, "priorityClassName", create(f.ns, func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.PriorityClassName = "system-node-critical"
+		})},
+		{"create one whose container runs other commands from a postStart hook and an exec probe, and whose kubelet probes an address of the node's network", false, "lifecycle, livenessProbe, readinessProbe", create(f.ns, func(d *appsv1.Deployment) {
+			run := &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "nc -l -p 8053"}}
+			container(d).Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: run}}
+			container(d).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: run}}
+			container(d).ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Path: "/", Port: intstr.FromInt32(80)}}}
+		})},
+		{"create one in kube-system whose pods tolerate the control-plane taint and select a control-plane node", false, "nodeSelector, tolerations", create("kube-system", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+			d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		})},
+		{"create one whose pod runs without seccomp, AppArmor or SELinux confinement", false, "seccompProfile other than RuntimeDefault, appArmorProfile, seLinuxOptions", create(f.ns, func(d *appsv1.Deployment) {
+			container(d).SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+			container(d).SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+			container(d).SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+		})},
+		{"the same for AppArmor through the deprecated annotation, which the API server copies to a new pod's field", false, "appArmorProfile", create(f.ns, func(d *appsv1.Deployment) {
+			d.Spec.Template.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/logger": "unconfined"}
+		})},
+		{"create one whose container keeps the runtime's default capabilities", false, "capabilities.drop other than ALL", create(f.ns, func(d *appsv1.Deployment) {
+			container(d).SecurityContext.Capabilities = nil
+		})},
+		{"create one that pulls its image with another team's pull secret", false, "imagePullSecrets", create(f.ns, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "other-team-registry"}}
+		})},
+		{"create one whose pods share another team's ResourceClaim", false, "resourceClaims", create(f.ns, func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("other-team-gpu")}}
+			container(d).Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+		})},
+		{"create one whose container may take a node's memory", false, "resources other than the logger's", create(f.ns, func(d *appsv1.Deployment) {
+			container(d).Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1Ti")
+		})},
+		{"repair a Logger's Deployment to which an admin added a toleration (the merge patch keeps it)", false, "tolerations", patch("logger-tolerated", types.MergePatchType, string(repairTolerated))},
+		{"create one with a thousand replicas", false, "replicas over 10", create(f.ns, func(d *appsv1.Deployment) {
+			d.Spec.Replicas = ptr.To[int32](1000)
 		})},
 		// RBAC's answers, for the subresources and kinds the policies do
 		// not match.
