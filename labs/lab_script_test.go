@@ -140,7 +140,9 @@ func (s *labSandbox) commands() string {
 // gone waits (lab.sh waits for it too) until pid has exited: no such
 // process, or a zombie that whoever inherited it has not reaped yet.
 func gone(pid int) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); <-poll.C {
 		state, err := exec.Command("ps", "-p", strconv.Itoa(pid), "-o", "stat=").Output()
 		if err != nil || strings.HasPrefix(strings.TrimSpace(string(state)), "Z") {
 			return true
