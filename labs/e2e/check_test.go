@@ -94,7 +94,8 @@ func TestCheckRunsTheUnitTestsOfTheCopy(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, err := check(t, c.stage, "./"+copied, c.run, kubeconfig)
-			rejected(t, fmt.Sprint(c.stage), "a copy whose unit test fails", test, out, err)
+			// The check names a test without its Test prefix, as its e2e checks.
+			rejected(t, fmt.Sprint(c.stage), "a copy whose unit test fails", strings.TrimPrefix(test, "Test"), out, err)
 			if !strings.Contains(out, "PASS  "+c.fails) {
 				t.Errorf("check-%d on the reference plus a failing unit test must pass the e2e check %q; it said:\n%s", c.stage, c.fails, out)
 			}

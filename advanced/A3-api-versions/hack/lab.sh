@@ -66,15 +66,18 @@ stop_last_lab() {
 	labs/lab.sh stop
 }
 
-# delete_loggers: every Logger, each with its Deployment, while the CRD
-# still serves the version their ownerReferences name (a Deployment the A3
-# operator made names example.com/v2). Once no served version resolves it,
-# the garbage collector keeps the Deployment and retries for ever, and the
-# next lab's operator finds logger-audit controlled by a Logger that no
-# longer exists. Foreground: kubectl returns once the Deployments are gone.
+# delete_loggers: every Logger's Deployment, then every Logger, before the
+# CRD goes. A Deployment the A3 operator made names its owner as
+# example.com/v2; once no served version resolves that, the garbage
+# collector keeps the Deployment and retries for ever, and the next lab's
+# operator finds logger-audit controlled by a Logger that no longer exists.
+# So the Deployments are deleted here, by their label, not left to the
+# collector (the lab's operator is stopped: nothing makes them again), and
+# kubectl returns once they are gone.
 delete_loggers() {
-	say "deleting every Logger and its Deployment, while the CRD still serves the version their owner references name"
-	bin/kubectl delete loggers --all --all-namespaces --cascade=foreground --timeout=60s >/dev/null
+	say "deleting every Logger's Deployment, then every Logger: the garbage collector cannot find an owner whose version is gone"
+	bin/kubectl delete deployments --all-namespaces -l app.kubernetes.io/managed-by=operator-flow --timeout=60s >/dev/null
+	bin/kubectl delete loggers --all --all-namespaces --timeout=60s >/dev/null
 }
 
 # before_upgrade: Loggers stored as v1, as module A2's lab leaves them,
